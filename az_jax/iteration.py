@@ -1,0 +1,180 @@
+"""The training state and ONE jitted, data-parallel training iteration: S self-play plies + G gradient steps.
+
+Device boundary (the only one): `jax.shard_map` over a 1-D mesh with axis "d" (`DEVICE_AXIS`). Inside it:
+  * params, batch stats, optimizer state, key and counters are replicated (identical on every device);
+  * the B self-play games and the replay buffer are split over devices along their leading axis;
+  * each device folds the iteration's keys with its index, so devices play different games;
+  * gradients and batch-norm statistics are averaged across devices with collectives.
+Nothing inside talks to the host; the returned metrics are the only transfer.
+"""
+import dataclasses
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pgx
+from flax import struct
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from az_jax import learner
+from az_jax import networks
+from az_jax import replay as replay_lib
+from az_jax import selfplay
+from az_jax.config import Config
+from envs import make_env
+
+DEVICE_AXIS = "d"
+
+
+@struct.dataclass
+class TrainState:
+    params: Any                      # network parameters (replicated)
+    batch_stats: Any                 # batch-norm running averages (replicated)
+    opt_state: Any                   # SGD-momentum state incl. the schedule's step count (replicated)
+    games: selfplay.SelfPlayState    # [B, ...] games in progress (sharded over devices)
+    replay: replay_lib.ReplayBuffer  # [N, ...] replay buffer (sharded over devices)
+    key: jax.Array                   # [2] uint32 raw key data of the run's key (replicated)
+    iteration: jax.Array             # [] int32 iterations completed (replicated)
+
+
+def state_partition_specs() -> TrainState:
+    """PartitionSpec prefix tree of TrainState: what is replicated and what is split over the device axis."""
+    return TrainState(params=P(), batch_stats=P(), opt_state=P(), games=P(DEVICE_AXIS), replay=P(DEVICE_AXIS),
+                      key=P(), iteration=P())
+
+
+def make_mesh(devices=None) -> Mesh:
+    devices = jax.devices() if devices is None else devices
+    return Mesh(np.asarray(devices), (DEVICE_AXIS,))
+
+
+@dataclasses.dataclass(frozen=True)
+class Trainer:
+    """Everything static about a run: config, game, network, optimizer and mesh. Builds and runs iterations."""
+    config: Config
+    mesh: Mesh
+
+    @functools.cached_property
+    def env(self) -> pgx.Env:
+        return make_env(self.config.game)[0]
+
+    @functools.cached_property
+    def network(self):
+        """The network for learning: batch-norm statistics synchronised over the device axis."""
+        return networks.make_network(self.config, self.env.num_actions, axis_name=DEVICE_AXIS)
+
+    @functools.cached_property
+    def acting_network(self):
+        return networks.make_network(self.config, self.env.num_actions)
+
+    def apply_fn(self, variables, observation):
+        """Acting: running batch-norm averages. (variables, obs [B, ...]) -> (logits [B, A], value [B])."""
+        return self.acting_network.apply(variables, observation, train=False)
+
+    @functools.cached_property
+    def optimizer(self) -> optax.GradientTransformation:
+        return learner.make_optimizer(self.config)
+
+    @property
+    def num_devices(self) -> int:
+        return self.mesh.size
+
+    @functools.cached_property
+    def shardings(self) -> TrainState:
+        return jax.tree.map(lambda spec: NamedSharding(self.mesh, spec), state_partition_specs(),
+                            is_leaf=lambda x: isinstance(x, P))
+
+    # --- state ---------------------------------------------------------------------------------------------------
+    def init_variables(self, rng_key: jax.Array) -> dict:
+        obs = jnp.zeros((1, *self.env.observation_shape), jnp.float32)
+        return self.acting_network.init(rng_key, obs, train=False)
+
+    def init_state(self) -> TrainState:
+        """The initial TrainState from config.seed, placed on the mesh."""
+        cfg = self.config
+        root = jax.random.key(cfg.seed)
+        net_key, games_key, run_key = jax.random.split(root, 3)
+        variables = self.init_variables(net_key)
+        obs_dtype = self.env.init(jax.random.key(0)).observation.dtype
+        state = TrainState(
+            params=variables["params"], batch_stats=variables["batch_stats"],
+            opt_state=self.optimizer.init(variables["params"]),
+            games=selfplay.init(self.env, games_key, cfg.selfplay_batch_size),
+            replay=replay_lib.init(cfg.replay_capacity, self.env.observation_shape, obs_dtype, self.env.num_actions),
+            key=jax.random.key_data(run_key), iteration=jnp.int32(0))
+        return jax.device_put(state, self.shardings)
+
+    def abstract_state(self) -> TrainState:
+        """Shapes, dtypes and shardings of the TrainState, without allocating it (for checkpoint restore)."""
+        shapes = jax.eval_shape(self.init_state)
+        return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh), shapes,
+                            self.shardings)
+
+    # --- the iteration ---------------------------------------------------------------------------------------------
+    def _local_iteration(self, state: TrainState) -> tuple[TrainState, dict]:
+        """Runs on one device's shard. Shapes here are per device: B/D games, N/D buffer rows."""
+        cfg = self.config
+        device = jax.lax.axis_index(DEVICE_AXIS)
+        run_key, selfplay_key, learn_key = jax.random.split(jax.random.wrap_key_data(state.key), 3)
+        selfplay_key = jax.random.fold_in(selfplay_key, device)
+        learn_key = jax.random.fold_in(learn_key, device)
+        variables = {"params": state.params, "batch_stats": state.batch_stats}
+
+        # 1. Self-play: S plies of this device's games, written into this device's replay shard.
+        games, buffer, sp = selfplay.play(
+            self.env, self.apply_fn, selfplay.SelfPlayParams.from_config(cfg), variables, state.games,
+            state.replay, selfplay_key, first_ply=state.iteration * cfg.selfplay_steps,
+            num_plies=cfg.selfplay_steps)
+
+        # 2. Learning: G gradient steps on minibatches sampled from the replay shards, once enough outcomes exist.
+        local_done = buffer.done.sum()
+        ready = ((jax.lax.psum(local_done, DEVICE_AXIS) >= max(cfg.min_replay_size, 1))
+                 & (jax.lax.pmin(local_done, DEVICE_AXIS) > 0))
+        step = functools.partial(learner.train_step, network=self.network, optimizer=self.optimizer,
+                                 weight_decay=cfg.weight_decay, axis_name=DEVICE_AXIS)
+        local_batch = cfg.batch_size // self.num_devices
+
+        def learn(carry, key):
+            params, batch_stats, opt_state = carry
+            batch = replay_lib.sample(buffer, key, local_batch)
+            zeros = {"loss": 0.0, "policy_loss": 0.0, "value_loss": 0.0, "l2": 0.0}
+            params, batch_stats, opt_state, metrics = jax.lax.cond(
+                ready, lambda: step(params, batch_stats, opt_state, batch),
+                lambda: (params, batch_stats, opt_state, jax.tree.map(jnp.float32, zeros)))
+            return (params, batch_stats, opt_state), metrics
+
+        (params, batch_stats, opt_state), lm = jax.lax.scan(
+            learn, (state.params, state.batch_stats, state.opt_state),
+            jax.random.split(learn_key, cfg.train_steps_per_iteration))
+
+        # 3. Metrics (summed over devices, averaged over gradient steps).
+        sp = jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), sp)
+        games_done = jnp.maximum(sp["games"], 1)
+        steps = cfg.train_steps_per_iteration
+        metrics = {
+            "selfplay/games_finished": sp["games"],
+            "selfplay/mean_game_length": sp["game_length"] / games_done,
+            "selfplay/decisive_fraction": sp["decisive"] / games_done,
+            "selfplay/positions": jnp.int32(cfg.positions_per_iteration),
+            "replay/positions_with_outcome": jax.lax.psum(local_done, DEVICE_AXIS),
+            "train/steps": jnp.where(ready, steps, 0),
+            "train/positions_trained_per_generated": jnp.where(ready, steps * cfg.batch_size, 0)
+            / cfg.positions_per_iteration,
+            **{f"train/{k}": v.mean() for k, v in lm.items()},
+        }
+        new_state = TrainState(params=params, batch_stats=batch_stats, opt_state=opt_state, games=games,
+                               replay=buffer, key=jax.random.key_data(run_key), iteration=state.iteration + 1)
+        return new_state, metrics
+
+    @functools.cached_property
+    def iteration(self):
+        """state -> (state, metrics): one jitted, data-parallel iteration. The input state's buffers are donated."""
+        specs = state_partition_specs()
+        # check_vma=False: mctx's internal while_loops are not written for shard_map's varying-axis types. The
+        # replicated outputs are made identical by construction (pmean'd gradients, synchronised batch norm).
+        fn = jax.shard_map(self._local_iteration, mesh=self.mesh, in_specs=(specs,), out_specs=(specs, P()),
+                           check_vma=False)
+        return jax.jit(fn, donate_argnums=0)

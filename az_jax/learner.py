@@ -1,0 +1,51 @@
+"""Loss, optimizer, stepped learning-rate schedule and one data-parallel gradient step (paper-spec.md §2.1, §2.5).
+
+    l = (z − v)² − πᵀ log p + c‖θ‖²
+
+Illegal actions are masked before the softmax, so p and the target π live on the same legal set. Batch norm uses the
+batch statistics (synchronised across devices through `axis_name`) while learning; acting uses the running averages.
+"""
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+
+from az_jax import replay as replay_lib
+from az_jax.search import mask_logits
+
+
+def make_optimizer(config) -> optax.GradientTransformation:
+    """SGD with momentum over a piecewise-constant schedule: learning_rates[i] after lr_boundaries[i-1] steps."""
+    values = config.learning_rates
+    scales = {int(b): values[i + 1] / values[i] for i, b in enumerate(config.lr_boundaries)}
+    schedule = optax.piecewise_constant_schedule(values[0], scales)
+    return optax.sgd(learning_rate=schedule, momentum=config.momentum)
+
+
+def loss_fn(params, batch_stats, network: nn.Module, batch: replay_lib.Batch, weight_decay: float):
+    """Returns (loss, (new batch_stats, metrics)). Batch arrays are [n, ...]."""
+    (logits, value), updates = network.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
+                                             train=True, mutable=["batch_stats"])
+    log_p = jax.nn.log_softmax(mask_logits(logits, batch.legal))                            # [n, A]
+    policy_loss = -jnp.sum(jnp.where(batch.legal, batch.policy * log_p, 0.0), axis=-1).mean()
+    value_loss = jnp.mean((batch.outcome - value) ** 2)
+    l2 = weight_decay * sum(jnp.sum(jnp.square(p)) for p in jax.tree.leaves(params))
+    loss = value_loss + policy_loss + l2
+    metrics = {"loss": loss, "policy_loss": policy_loss, "value_loss": value_loss, "l2": l2}
+    return loss, (updates["batch_stats"], metrics)
+
+
+def train_step(params, batch_stats, opt_state, batch: replay_lib.Batch, *, network: nn.Module,
+               optimizer: optax.GradientTransformation, weight_decay: float, axis_name: str | None):
+    """One SGD step on this device's share of the global batch; gradients averaged over `axis_name`.
+
+    Returns (params, batch_stats, opt_state, metrics), identical on every device."""
+    grads, (batch_stats, metrics) = jax.grad(loss_fn, has_aux=True)(params, batch_stats, network, batch,
+                                                                    weight_decay)
+    if axis_name is not None:
+        grads = jax.lax.pmean(grads, axis_name)
+        metrics = jax.lax.pmean(metrics, axis_name)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), batch_stats, opt_state, metrics

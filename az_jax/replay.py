@@ -1,0 +1,82 @@
+"""An on-device, fixed-capacity circular buffer of self-play positions, written in place and sampled uniformly.
+
+A position is written when it is played, with its outcome still unknown ("pending"); when its game ends, every pending
+position of that game (same slot, same episode number) gets z from its own mover's point of view. Only positions with a
+known outcome are sampled. Positions of a game still in progress carry over between iterations, so no game is ever
+truncated at an iteration boundary.
+
+Row placement is a pure function of the global ply counter: ply t writes its B rows at (t·B + b) mod N. No pointer.
+"""
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+
+@struct.dataclass
+class ReplayBuffer:
+    observation: jax.Array  # [N, *obs_shape] pgx observation (bool)
+    policy: jax.Array       # [N, A] float32 search policy π (zero on illegal actions)
+    legal: jax.Array        # [N, A] bool legal-action mask
+    player: jax.Array       # [N] int32 pgx player id of the mover
+    slot: jax.Array         # [N] int32 self-play slot the game was played in
+    episode: jax.Array      # [N] int32 episode number of that slot's game
+    outcome: jax.Array      # [N] float32 z ∈ {−1, 0, +1} for the mover (valid where done)
+    pending: jax.Array      # [N] bool written, game still in progress
+    done: jax.Array         # [N] bool outcome known: may be sampled
+
+    @property
+    def capacity(self) -> int:
+        return self.outcome.shape[0]
+
+
+@struct.dataclass
+class Batch:
+    observation: jax.Array  # [n, *obs_shape]
+    policy: jax.Array       # [n, A]
+    legal: jax.Array        # [n, A]
+    outcome: jax.Array      # [n]
+
+
+def init(capacity: int, obs_shape: tuple[int, ...], obs_dtype, num_actions: int) -> ReplayBuffer:
+    zeros = lambda shape, dtype: jnp.zeros(shape, dtype)
+    return ReplayBuffer(
+        observation=zeros((capacity, *obs_shape), obs_dtype), policy=zeros((capacity, num_actions), jnp.float32),
+        legal=zeros((capacity, num_actions), jnp.bool_), player=zeros((capacity,), jnp.int32),
+        slot=zeros((capacity,), jnp.int32), episode=zeros((capacity,), jnp.int32),
+        outcome=zeros((capacity,), jnp.float32), pending=zeros((capacity,), jnp.bool_),
+        done=zeros((capacity,), jnp.bool_))
+
+
+def add(buffer: ReplayBuffer, ply_index: jax.Array, observation, policy, legal, player, episode) -> ReplayBuffer:
+    """Writes one ply of B games (arrays [B, ...]) at rows (ply_index·B + b) mod N, outcome pending."""
+    num_games = player.shape[0]
+    rows = (ply_index * num_games + jnp.arange(num_games)) % buffer.capacity
+    put = lambda field, value: field.at[rows].set(value)
+    return buffer.replace(
+        observation=put(buffer.observation, observation), policy=put(buffer.policy, policy),
+        legal=put(buffer.legal, legal), player=put(buffer.player, player),
+        slot=put(buffer.slot, jnp.arange(num_games, dtype=jnp.int32)), episode=put(buffer.episode, episode),
+        outcome=put(buffer.outcome, 0.0), pending=put(buffer.pending, True), done=put(buffer.done, False))
+
+
+def resolve(buffer: ReplayBuffer, ended: jax.Array, episode: jax.Array, rewards: jax.Array) -> ReplayBuffer:
+    """Gives every pending position of each game that just ended its outcome.
+
+    ended [B] bool, episode [B] int32 (the episode number of the game that ended in each slot), rewards [B, 2] (pgx's
+    final rewards per player id). A position's target is z = rewards[slot, player]: +1 if its mover won, −1 if lost, 0
+    draw — the mover's own point of view whoever moved last.
+    """
+    hit = buffer.pending & ended[buffer.slot] & (buffer.episode == episode[buffer.slot])   # [N]
+    z = rewards[buffer.slot, buffer.player]                                                # [N]
+    return buffer.replace(outcome=jnp.where(hit, z, buffer.outcome), pending=buffer.pending & ~hit,
+                          done=buffer.done | hit)
+
+
+def sample(buffer: ReplayBuffer, rng_key: jax.Array, batch_size: int) -> Batch:
+    """Uniform sample with replacement among positions whose outcome is known; the key is consumed.
+
+    Requires at least one such position (the learner checks before calling)."""
+    weights = buffer.done.astype(jnp.float32)
+    rows = jax.random.choice(rng_key, buffer.capacity, (batch_size,), p=weights / jnp.maximum(weights.sum(), 1.0))
+    return Batch(observation=buffer.observation[rows], policy=buffer.policy[rows], legal=buffer.legal[rows],
+                 outcome=buffer.outcome[rows])

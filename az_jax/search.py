@@ -1,0 +1,89 @@
+"""Everything mctx needs to search pgx games with the network: the root, `recurrent_fn`, noise and masks.
+
+Conventions (paper-spec.md §3.2, DESIGN.md): values are from the point of view of the player to move; the reward of a
+step belongs to the player who just moved; the discount is −1 between plies (zero-sum alternation) and 0 once the game
+is over, so nothing is backed up from beyond a terminal state. Illegal actions are masked in the root and interior
+priors and excluded from the root's search.
+"""
+import functools
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import mctx
+import pgx
+
+# (variables, observation [B, ...]) -> (logits [B, A], value [B])
+ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
+
+
+def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
+    """Illegal actions get the lowest finite logit, so softmax gives them zero probability. [B, A] -> [B, A]."""
+    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+    return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
+
+
+def make_recurrent_fn(env: pgx.Env, apply_fn: ApplyFn) -> mctx.RecurrentFn:
+    """`recurrent_fn` that steps the real pgx env; the embedding is the batched pgx state [B, ...]."""
+
+    def recurrent_fn(variables, rng_key, action, state):
+        del rng_key  # the games are deterministic
+        mover = state.current_player                                       # [B]
+        state = jax.vmap(env.step)(state, action)
+        logits, value = apply_fn(variables, state.observation)
+        batch = jnp.arange(action.shape[0])
+        over = state.terminated | state.truncated
+        output = mctx.RecurrentFnOutput(
+            reward=state.rewards[batch, mover],                            # [B] for the player who just moved
+            discount=jnp.where(over, 0.0, -1.0),                          # [B] zero-sum alternation; 0 at the end
+            prior_logits=mask_logits(logits, state.legal_action_mask),     # [B, A]
+            value=jnp.where(over, 0.0, value),                             # [B] nothing beyond a terminal state
+        )
+        return output, state
+
+    return recurrent_fn
+
+
+def run_search(apply_fn: ApplyFn, env: pgx.Env, variables: dict, rng_key: jax.Array, state: pgx.State, *,
+               num_simulations: int, algorithm: str = "puct", dirichlet_fraction: float = 0.25,
+               dirichlet_alpha: float = 0.3, c_init: float = 1.25, c_base: float = 19652.0,
+               max_num_considered_actions: int = 16, gumbel_scale: float = 1.0) -> mctx.PolicyOutput:
+    """Searches a batch of pgx states [B, ...]; the key is consumed.
+
+    PUCT (AlphaZero §3.2): mctx.muzero_policy scores a child by
+        Q + C(s) · P · sqrt(N) / (1 + N(a)),   C(s) = log((1 + N + c_base) / c_base) + c_init,
+    which is AlphaZero's formula. Q transform: `qtransform_by_min_max(-1, 1)` maps Q ∈ [−1, 1] linearly onto [0, 1] and
+    scores unvisited children as 0 (a loss). That is exactly the AlphaZero pseudocode's convention (values in [0, 1],
+    unvisited children valued 0), on which c_init = 1.25 and c_base = 19652 were tuned; mctx's default
+    (min–max over parent and siblings) would rescale Q per node and change the meaning of c_init.
+
+    Gumbel (`algorithm="gumbel"`): mctx.gumbel_muzero_policy with its paper's completed-Q transform
+    (`qtransform_completed_by_mix_value`), which is what makes its policy improvement hold at 2–32 simulations.
+    Pass gumbel_scale=0 (and dirichlet_fraction=0 for PUCT) to search without noise.
+    """
+    logits, value = apply_fn(variables, state.observation)
+    root = mctx.RootFnOutput(prior_logits=mask_logits(logits, state.legal_action_mask), value=value, embedding=state)
+    recurrent_fn = make_recurrent_fn(env, apply_fn)
+    invalid = ~state.legal_action_mask
+    if algorithm == "puct":
+        return mctx.muzero_policy(
+            variables, rng_key, root, recurrent_fn, num_simulations, invalid_actions=invalid,
+            qtransform=functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0),
+            dirichlet_fraction=dirichlet_fraction, dirichlet_alpha=dirichlet_alpha, pb_c_init=c_init,
+            pb_c_base=c_base, temperature=1.0)
+    if algorithm == "gumbel":
+        return mctx.gumbel_muzero_policy(
+            variables, rng_key, root, recurrent_fn, num_simulations, invalid_actions=invalid,
+            max_num_considered_actions=max_num_considered_actions, gumbel_scale=gumbel_scale)
+    raise ValueError(f"unknown search algorithm {algorithm!r}; choose puct or gumbel")
+
+
+def visit_counts(output: mctx.PolicyOutput) -> jax.Array:
+    """Root visit counts [B, A]."""
+    return output.search_tree.summary().visit_counts
+
+
+def greedy_action(output: mctx.PolicyOutput, legal: jax.Array) -> jax.Array:
+    """The most visited legal root action [B] (ties: lowest index). Used after the sampling plies and in evaluation."""
+    visits = visit_counts(output)
+    return jnp.argmax(jnp.where(legal, visits, -1), axis=-1)

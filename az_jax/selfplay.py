@@ -1,0 +1,92 @@
+"""The self-play move loop: B games advance one ply per step inside `lax.scan`; finished games restart in place.
+
+Each stored position keeps observation, search policy π, legal mask and mover; its outcome z arrives when its game
+ends (replay.resolve). Moves are sampled from the search policy for the first `sampling_moves` plies of each game and
+chosen greedily by visit count afterwards (paper-spec.md §2.4; AlphaZero keeps the AGZ cut-off of 30 by default).
+"""
+import dataclasses
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import pgx
+from flax import struct
+
+from az_jax import replay as replay_lib
+from az_jax import search as search_lib
+
+
+@struct.dataclass
+class SelfPlayState:
+    env: Any            # pgx.State batched [B, ...]: the games in progress
+    ply: jax.Array      # [B] int32 plies already played in each slot's current game
+    episode: jax.Array  # [B] int32 games started so far in each slot (names a game together with its slot)
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfPlayParams:
+    """Static self-play settings (hashable; closed over by the jitted iteration)."""
+    num_simulations: int
+    algorithm: str
+    sampling_moves: int
+    dirichlet_fraction: float
+    dirichlet_alpha: float
+    c_init: float
+    c_base: float
+    max_num_considered_actions: int
+
+    @classmethod
+    def from_config(cls, config) -> "SelfPlayParams":
+        return cls(num_simulations=config.num_simulations, algorithm=config.search,
+                   sampling_moves=config.sampling_moves, dirichlet_fraction=config.dirichlet_fraction,
+                   dirichlet_alpha=config.root_dirichlet_alpha, c_init=config.c_init, c_base=config.c_base,
+                   max_num_considered_actions=config.max_num_considered_actions)
+
+
+def init(env: pgx.Env, rng_key: jax.Array, num_games: int) -> SelfPlayState:
+    """Starts `num_games` fresh games; the key is consumed."""
+    return SelfPlayState(env=jax.vmap(env.init)(jax.random.split(rng_key, num_games)),
+                         ply=jnp.zeros(num_games, jnp.int32), episode=jnp.zeros(num_games, jnp.int32))
+
+
+def play(env: pgx.Env, apply_fn: search_lib.ApplyFn, params: SelfPlayParams, variables: dict,
+         state: SelfPlayState, buffer: replay_lib.ReplayBuffer, rng_key: jax.Array, first_ply: jax.Array,
+         num_plies: int) -> tuple[SelfPlayState, replay_lib.ReplayBuffer, dict]:
+    """Plays `num_plies` plies of every game ([B] of them) and writes them to `buffer`; the key is consumed.
+
+    `first_ply` is the global ply counter (iteration · num_plies) that places the rows in the buffer.
+    Returns the new games, buffer and summed metrics (games finished, their total length, decisive results).
+    """
+    num_games = state.ply.shape[0]
+
+    def step(carry, xs):
+        state, buffer = carry
+        ply_index, key = xs
+        search_key, reset_key = jax.random.split(key)
+        games = state.env
+        out = search_lib.run_search(
+            apply_fn, env, variables, search_key, games, num_simulations=params.num_simulations,
+            algorithm=params.algorithm, dirichlet_fraction=params.dirichlet_fraction,
+            dirichlet_alpha=params.dirichlet_alpha, c_init=params.c_init, c_base=params.c_base,
+            max_num_considered_actions=params.max_num_considered_actions)
+        greedy = search_lib.greedy_action(out, games.legal_action_mask)
+        action = jnp.where(state.ply < params.sampling_moves, out.action, greedy)               # [B]
+        buffer = replay_lib.add(buffer, ply_index, games.observation, out.action_weights,
+                                games.legal_action_mask, games.current_player, state.episode)
+        games = jax.vmap(env.step)(games, action)
+        ended = games.terminated | games.truncated                                                # [B]
+        buffer = replay_lib.resolve(buffer, ended, state.episode, games.rewards)
+        decisive = ended & (jnp.abs(games.rewards).sum(-1) > 0)
+        fresh = jax.vmap(env.init)(jax.random.split(reset_key, num_games))
+        games = jax.tree.map(lambda new, old: jnp.where(ended.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
+                             fresh, games)
+        length = state.ply + 1
+        state = SelfPlayState(env=games, ply=jnp.where(ended, 0, length), episode=state.episode + ended)
+        metrics = {"games": ended.sum(), "game_length": jnp.where(ended, length, 0).sum(),
+                   "decisive": decisive.sum()}
+        return (state, buffer), metrics
+
+    keys = jax.random.split(rng_key, num_plies)
+    plies = first_ply + jnp.arange(num_plies)
+    (state, buffer), metrics = jax.lax.scan(step, (state, buffer), (plies, keys))
+    return state, buffer, jax.tree.map(jnp.sum, metrics)

@@ -1,0 +1,85 @@
+"""One registry from game name to a pgx environment plus the per-game facts AlphaZero needs.
+
+Length caps are enforced by pgx itself (its `terminated` flag), so self-play only has to read the outcome:
+  * chess, shogi: 512 plies -> draw (AlphaZero, paper-spec.md §3.5); pgx's gardner_chess and animal_shogi: 256 -> draw.
+  * go: 2·N² plies (722 for 19×19, as in AlphaGo Zero §2.7) -> scored by Tromp-Taylor (rewards from the area count).
+  * tic_tac_toe, connect_four, othello, hex: no cap needed; the rules end every game (≤ 9, 42, ~64 with passes, 121).
+
+Dirichlet alpha: AlphaZero sets it "in inverse proportion to the approximate number of legal moves in a typical
+position" (chess 0.3, shogi 0.15, Go 0.03). For the games the papers do not cover we use alpha = 10 / L, where L is the
+mean number of legal moves under random play printed by experiments/legal_moves.py (the constant 10 is what the paper
+implies for chess: 0.3 × ~35 legal moves ≈ 10), clipped to at most 1.0 (alpha > 1 makes the noise nearly uniform and
+drowns the prior). Go 9×9 takes the paper's Go value scaled by board area, 0.03 × 361 / 81 ≈ 0.13.
+"""
+import dataclasses
+from typing import Literal
+
+import pgx
+
+CapRule = Literal["draw", "scored", "none"]
+
+
+class UnknownGameError(ValueError):
+    """A game name that is not in the registry."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GameSpec:
+    """Per-game facts. All fields are static Python values (safe to close over in jitted code)."""
+    name: str                      # registry name, equal to pgx's env id
+    dirichlet_alpha: float         # root noise concentration (see module docstring)
+    typical_legal_moves: float     # L used to pick dirichlet_alpha (experiments/legal_moves.py, random play)
+    max_length: int                # ply cap enforced by pgx (or the longest possible game where the rules end it)
+    cap_rule: CapRule              # what a game at the cap counts as: draw, scored by the rules, or no cap needed
+    temperature_moves: int         # plies sampled ∝ visit counts before playing greedily (paper: 30 for Go/chess)
+    symmetries: tuple[str, ...] = ()  # board symmetries the rules have (used by the AlphaGo Zero variant)
+
+    def make(self) -> pgx.Env:
+        return pgx.make(self.name)
+
+
+GAMES: dict[str, GameSpec] = {g.name: g for g in [
+    # L ≈ 5 (random play); 10/5 = 2 -> clipped to 1. Whole game is 9 plies: sample the first 2 of them.
+    GameSpec("tic_tac_toe", dirichlet_alpha=1.0, typical_legal_moves=5.0, max_length=9, cap_rule="none",
+             temperature_moves=2),
+    # L ≈ 7 -> 10/7 = 1.4, clipped to 1.
+    GameSpec("connect_four", dirichlet_alpha=1.0, typical_legal_moves=6.8, max_length=42, cap_rule="none",
+             temperature_moves=8),
+    # L ≈ 8 -> clipped to 1.
+    GameSpec("othello", dirichlet_alpha=1.0, typical_legal_moves=8.0, max_length=130, cap_rule="none",
+             temperature_moves=15),
+    # L ≈ 60 on 11×11 -> 10/60 ≈ 0.17.
+    GameSpec("hex", dirichlet_alpha=0.17, typical_legal_moves=60.0, max_length=121, cap_rule="none",
+             temperature_moves=15),
+    GameSpec("go_9x9", dirichlet_alpha=0.13, typical_legal_moves=45.0, max_length=162, cap_rule="scored",
+             temperature_moves=15),
+    GameSpec("go_19x19", dirichlet_alpha=0.03, typical_legal_moves=250.0, max_length=722, cap_rule="scored",
+             temperature_moves=30),
+    GameSpec("chess", dirichlet_alpha=0.3, typical_legal_moves=35.0, max_length=512, cap_rule="draw",
+             temperature_moves=30),
+    # L ≈ 12 on the 5×5 board -> 10/12 ≈ 0.8.
+    GameSpec("gardner_chess", dirichlet_alpha=0.8, typical_legal_moves=12.0, max_length=256, cap_rule="draw",
+             temperature_moves=15),
+    GameSpec("shogi", dirichlet_alpha=0.15, typical_legal_moves=80.0, max_length=512, cap_rule="draw",
+             temperature_moves=30),
+    # L ≈ 8 -> clipped to 1.
+    GameSpec("animal_shogi", dirichlet_alpha=1.0, typical_legal_moves=8.0, max_length=256, cap_rule="draw",
+             temperature_moves=10),
+]}
+
+
+def game_names() -> list[str]:
+    return list(GAMES)
+
+
+def get_game(name: str) -> GameSpec:
+    """Returns the GameSpec for `name`, or raises UnknownGameError naming the allowed games."""
+    try:
+        return GAMES[name]
+    except KeyError:
+        raise UnknownGameError(f"unknown game {name!r}; choose one of: {', '.join(GAMES)}") from None
+
+
+def make_env(name: str) -> tuple[pgx.Env, GameSpec]:
+    spec = get_game(name)
+    return spec.make(), spec
