@@ -114,43 +114,46 @@ class Trainer:
                             self.shardings)
 
     # --- the iteration ---------------------------------------------------------------------------------------------
-    def _local_iteration(self, state: TrainState) -> tuple[TrainState, dict]:
-        """Runs on one device's shard. Shapes here are per device: B/D games, N/D buffer rows."""
-        cfg = self.config
-        device = jax.lax.axis_index(DEVICE_AXIS)
-        run_key, selfplay_key, learn_key = jax.random.split(jax.random.wrap_key_data(state.key), 3)
-        selfplay_key = jax.random.fold_in(selfplay_key, device)
-        learn_key = jax.random.fold_in(learn_key, device)
+    def _local_selfplay(self, state: TrainState, selfplay_key: jax.Array):
+        """Self-play on one device's shard: S plies of its B/D games, written into its N/D replay rows."""
         variables = {"params": state.params, "batch_stats": state.batch_stats}
+        return selfplay.play(
+            self.env, self.apply_fn, selfplay.SelfPlayParams.from_config(self.config), variables, state.games,
+            state.replay, selfplay_key, first_ply=state.iteration * self.config.selfplay_steps,
+            num_plies=self.config.selfplay_steps)
 
-        # 1. Self-play: S plies of this device's games, written into this device's replay shard.
-        games, buffer, sp = selfplay.play(
-            self.env, self.apply_fn, selfplay.SelfPlayParams.from_config(cfg), variables, state.games,
-            state.replay, selfplay_key, first_ply=state.iteration * cfg.selfplay_steps,
-            num_plies=cfg.selfplay_steps)
-
-        # 2. Learning: G gradient steps on minibatches sampled from the replay shards, once enough outcomes exist.
+    def _local_learn(self, params, batch_stats, opt_state, buffer: replay_lib.ReplayBuffer, learn_key: jax.Array):
+        """G gradient steps on minibatches sampled from every device's replay shard, once enough outcomes exist."""
+        cfg = self.config
         local_done = buffer.done.sum()
         ready = ((jax.lax.psum(local_done, DEVICE_AXIS) >= max(cfg.min_replay_size, 1))
                  & (jax.lax.pmin(local_done, DEVICE_AXIS) > 0))
         step = functools.partial(learner.train_step, network=self.network, optimizer=self.optimizer,
                                  weight_decay=cfg.weight_decay, axis_name=DEVICE_AXIS)
         local_batch = cfg.batch_size // self.num_devices
+        zeros = {"loss": 0.0, "policy_loss": 0.0, "value_loss": 0.0, "l2": 0.0}
 
         def learn(carry, key):
             params, batch_stats, opt_state = carry
             batch = replay_lib.sample(buffer, key, local_batch)
-            zeros = {"loss": 0.0, "policy_loss": 0.0, "value_loss": 0.0, "l2": 0.0}
             params, batch_stats, opt_state, metrics = jax.lax.cond(
                 ready, lambda: step(params, batch_stats, opt_state, batch),
                 lambda: (params, batch_stats, opt_state, jax.tree.map(jnp.float32, zeros)))
             return (params, batch_stats, opt_state), metrics
 
-        (params, batch_stats, opt_state), lm = jax.lax.scan(
-            learn, (state.params, state.batch_stats, state.opt_state),
-            jax.random.split(learn_key, cfg.train_steps_per_iteration))
+        (params, batch_stats, opt_state), metrics = jax.lax.scan(
+            learn, (params, batch_stats, opt_state), jax.random.split(learn_key, cfg.train_steps_per_iteration))
+        return params, batch_stats, opt_state, ready, jax.tree.map(jnp.mean, metrics)
 
-        # 3. Metrics (summed over devices, averaged over gradient steps).
+    def _local_iteration(self, state: TrainState) -> tuple[TrainState, dict]:
+        """Runs on one device's shard. Shapes here are per device: B/D games, N/D buffer rows."""
+        cfg = self.config
+        device = jax.lax.axis_index(DEVICE_AXIS)
+        run_key, selfplay_key, learn_key = jax.random.split(jax.random.wrap_key_data(state.key), 3)
+        games, buffer, sp = self._local_selfplay(state, jax.random.fold_in(selfplay_key, device))
+        params, batch_stats, opt_state, ready, lm = self._local_learn(
+            state.params, state.batch_stats, state.opt_state, buffer, jax.random.fold_in(learn_key, device))
+
         sp = jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), sp)
         games_done = jnp.maximum(sp["games"], 1)
         steps = cfg.train_steps_per_iteration
@@ -159,22 +162,41 @@ class Trainer:
             "selfplay/mean_game_length": sp["game_length"] / games_done,
             "selfplay/decisive_fraction": sp["decisive"] / games_done,
             "selfplay/positions": jnp.int32(cfg.positions_per_iteration),
-            "replay/positions_with_outcome": jax.lax.psum(local_done, DEVICE_AXIS),
+            "replay/positions_with_outcome": jax.lax.psum(buffer.done.sum(), DEVICE_AXIS),
             "train/steps": jnp.where(ready, steps, 0),
             "train/positions_trained_per_generated": jnp.where(ready, steps * cfg.batch_size, 0)
             / cfg.positions_per_iteration,
-            **{f"train/{k}": v.mean() for k, v in lm.items()},
+            **{f"train/{k}": v for k, v in lm.items()},
         }
         new_state = TrainState(params=params, batch_stats=batch_stats, opt_state=opt_state, games=games,
                                replay=buffer, key=jax.random.key_data(run_key), iteration=state.iteration + 1)
         return new_state, metrics
 
+    def _shard(self, fn, in_specs, out_specs, donate_argnums=()):
+        # check_vma=False: mctx's internal while_loops are not written for shard_map's varying-axis types. The
+        # replicated outputs are made identical by construction (pmean'd gradients, synchronised batch norm).
+        return jax.jit(jax.shard_map(fn, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False),
+                       donate_argnums=donate_argnums)
+
+    @functools.cached_property
+    def selfplay_only(self):
+        """(state, key) -> (games, replay, summed metrics): the self-play half alone, for benchmarks."""
+        def fn(state, key):
+            games, buffer, sp = self._local_selfplay(state, jax.random.fold_in(key, jax.lax.axis_index(DEVICE_AXIS)))
+            return games, buffer, jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), sp)
+        specs = state_partition_specs()
+        return self._shard(fn, (specs, P()), (specs.games, specs.replay, P()))
+
+    @functools.cached_property
+    def learn_only(self):
+        """(state, key) -> (params, batch_stats, opt_state, ready, metrics): the G gradient steps alone."""
+        def fn(state, key):
+            key = jax.random.fold_in(key, jax.lax.axis_index(DEVICE_AXIS))
+            return self._local_learn(state.params, state.batch_stats, state.opt_state, state.replay, key)
+        return self._shard(fn, (state_partition_specs(), P()), (P(), P(), P(), P(), P()))
+
     @functools.cached_property
     def iteration(self):
         """state -> (state, metrics): one jitted, data-parallel iteration. The input state's buffers are donated."""
         specs = state_partition_specs()
-        # check_vma=False: mctx's internal while_loops are not written for shard_map's varying-axis types. The
-        # replicated outputs are made identical by construction (pmean'd gradients, synchronised batch norm).
-        fn = jax.shard_map(self._local_iteration, mesh=self.mesh, in_specs=(specs,), out_specs=(specs, P()),
-                           check_vma=False)
-        return jax.jit(fn, donate_argnums=0)
+        return self._shard(self._local_iteration, (specs,), (specs, P()), donate_argnums=0)

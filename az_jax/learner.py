@@ -16,12 +16,21 @@ from az_jax import replay as replay_lib
 from az_jax.search import mask_logits
 
 
-def make_optimizer(config) -> optax.GradientTransformation:
-    """SGD with momentum over a piecewise-constant schedule: learning_rates[i] after lr_boundaries[i-1] steps."""
+def make_schedule(config) -> optax.Schedule:
+    """Piecewise constant: learning_rates[0] until lr_boundaries[0] steps, then learning_rates[1], …"""
     values = config.learning_rates
     scales = {int(b): values[i + 1] / values[i] for i, b in enumerate(config.lr_boundaries)}
-    schedule = optax.piecewise_constant_schedule(values[0], scales)
-    return optax.sgd(learning_rate=schedule, momentum=config.momentum)
+    return optax.piecewise_constant_schedule(values[0], scales)
+
+
+def make_optimizer(config) -> optax.GradientTransformation:
+    """SGD with momentum over the stepped schedule."""
+    return optax.sgd(learning_rate=make_schedule(config), momentum=config.momentum)
+
+
+def current_learning_rate(config, opt_state) -> jax.Array:
+    """The learning rate the next gradient step will use (the schedule at the optimizer's step count)."""
+    return make_schedule(config)(optax.tree_utils.tree_get(opt_state, "count"))
 
 
 def loss_fn(params, batch_stats, network: nn.Module, batch: replay_lib.Batch, weight_decay: float):

@@ -1,0 +1,122 @@
+"""The host loop (impure, thin): resume or start, run jitted iterations, log, evaluate, checkpoint.
+
+`train_and_evaluate(config, run_dir)` is what `az-jax train` calls. Everything that touches the host — timing,
+progress bar, metric files, checkpoints, evaluation matches — lives here, outside the jitted iteration.
+"""
+import json
+import os
+import time
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from az_jax import checkpoint as ckpt
+from az_jax import config as config_lib
+from az_jax import learner
+from az_jax.agent import greedy_search
+from az_jax.evaluation import arena
+from az_jax.iteration import DEVICE_AXIS, Trainer, TrainState, make_mesh
+from az_jax.metrics import MetricsWriter
+from envs import get_game
+
+ProgressFn = Callable[[int, dict], None]
+
+
+def make_evaluator(trainer: Trainer, num_games: int, num_simulations: int):
+    """(variables, key) -> results [num_games] of the agent against uniform random, games split over the mesh."""
+    env, config = trainer.env, trainer.config
+    local_games = num_games // trainer.num_devices
+    max_length = get_game(config.game).max_length
+
+    def local_eval(variables, key):
+        device = jax.lax.axis_index(DEVICE_AXIS)
+        agent = lambda states, k: greedy_search(trainer.apply_fn, env, config, variables, k, states,
+                                                num_simulations)[0]
+        return arena.play_match(env, agent, arena.uniform_random_player, jax.random.fold_in(key, device),
+                                local_games, max_length, first_game=device * local_games)
+
+    return jax.jit(jax.shard_map(local_eval, mesh=trainer.mesh, in_specs=(P(), P()), out_specs=P(DEVICE_AXIS),
+                                 check_vma=False))
+
+
+def prepare_run_dir(config: config_lib.Config, run_dir: str) -> config_lib.Config:
+    """Checks `run_dir` against `config` before anything is written; returns the config the run will use.
+
+    A run dir holding another run's config (a different game, network, …) is an error; keys in RESUMABLE_KEYS
+    (e.g. num_iterations) may change on resume."""
+    path = os.path.join(run_dir, "config.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            try:
+                saved = config_lib.from_json(f.read())
+            except config_lib.ConfigError as e:
+                raise ckpt.CheckpointError(f"{path} is not a valid az_jax config: {e}") from None
+        ckpt.check_compatible(saved, config, run_dir)
+    return config
+
+
+def write_config(config: config_lib.Config, run_dir: str) -> None:
+    os.makedirs(run_dir, exist_ok=True)
+    tmp = os.path.join(run_dir, "config.json.tmp")
+    with open(tmp, "w") as f:
+        f.write(config.to_json())
+    os.replace(tmp, os.path.join(run_dir, "config.json"))
+
+
+def restore_or_init(trainer: Trainer, manager) -> TrainState:
+    steps = manager.all_steps()
+    if not steps:
+        return trainer.init_state()
+    return ckpt.restore(manager, max(steps), trainer.abstract_state(), trainer.config)
+
+
+def train_and_evaluate(config: config_lib.Config, run_dir: str, *, progress: bool = True,
+                       progress_fn: ProgressFn | None = None, devices=None) -> TrainState:
+    """Trains `config` in `run_dir`, resuming from its latest checkpoint; returns the final TrainState."""
+    mesh = make_mesh(devices)
+    config.validate(mesh.size)
+    config = prepare_run_dir(config, run_dir)
+    trainer = Trainer(config, mesh)
+    manager = ckpt.make_manager(run_dir, keep=config.keep_checkpoints)
+    state = restore_or_init(trainer, manager)
+    write_config(config, run_dir)
+    start = int(jax.device_get(state.iteration))
+    eval_sims = config.eval_simulations or config.num_simulations
+    evaluator = make_evaluator(trainer, config.eval_games, eval_sims) if config.eval_every else None
+    eval_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_003)  # independent of the run's key stream
+    writer = MetricsWriter(run_dir, total=config.num_iterations, initial=start, progress=progress)
+    try:
+        for it in range(start, config.num_iterations):
+            t0 = time.perf_counter()
+            state, metrics = trainer.iteration(state)
+            metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+            seconds = time.perf_counter() - t0
+            done = it + 1
+            metrics.update({
+                "perf/iteration_seconds": seconds,
+                "perf/positions_per_second": config.positions_per_iteration / seconds,
+                "perf/simulations_per_second": config.positions_per_iteration * config.num_simulations / seconds,
+                "perf/train_samples_per_second": metrics["train/steps"] * config.batch_size / seconds,
+                "train/learning_rate": float(learner.current_learning_rate(config, state.opt_state)),
+            })
+            if evaluator is not None and (done % config.eval_every == 0 or done == config.num_iterations):
+                t1 = time.perf_counter()
+                results = jax.device_get(evaluator({"params": state.params, "batch_stats": state.batch_stats},
+                                                   jax.random.fold_in(eval_key, done)))
+                metrics.update({"eval/vs_random_score": arena.score(results),
+                                "eval/vs_random_wins": float((results > 0).sum()),
+                                "eval/vs_random_draws": float((results == 0).sum()),
+                                "eval/vs_random_losses": float((results < 0).sum()),
+                                "eval/seconds": time.perf_counter() - t1})
+            if done % config.checkpoint_every == 0 or done == config.num_iterations:
+                ckpt.save(manager, state, config)
+            writer.write(done, metrics)
+            if progress_fn is not None:
+                progress_fn(done, metrics)
+    finally:
+        manager.wait_until_finished()
+        writer.close()
+    return state
+

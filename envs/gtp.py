@@ -1,0 +1,363 @@
+"""A GTP (Go Text Protocol, version 2) client for external Go engines such as GNU Go.
+
+The engine runs as a subprocess with pipes, in its own process group, so that killing it also
+kills anything it spawned. Every command has a deadline; replies are read by a background thread
+into a queue, so a hung engine cannot block the caller.
+
+Failure policy (one exception type per failure, all subclasses of `EngineError`):
+
+* `GTPError`            -- the engine answered `? message` (a failed command). The engine is
+                           still in a known state and stays usable.
+* `EngineTimeout`       -- no complete reply before the deadline. The engine is killed.
+* `EngineCrashed`       -- the engine exited or closed stdout (EOF) or its stdin broke. The
+                           engine is killed (if anything is left of it) and reaped.
+* `EngineProtocolError` -- the reply is not GTP (does not start with `=` / `?`), or a move reply
+                           is not a vertex / pass / resign. The engine is killed, since the
+                           stream can no longer be trusted to be in sync.
+
+`close()` (also the context manager's exit, and a `weakref.finalize` hook run at garbage
+collection or interpreter exit) always sends `quit`, kills the process group and reaps it, so no
+engine process outlives its client.
+
+`envs/uci.py` reuses these exception classes so evaluation code can catch one hierarchy.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import queue
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import weakref
+from typing import Sequence
+
+from envs import go_notation
+
+DEFAULT_TIMEOUT_S = 30.0  # per command
+QUIT_GRACE_S = 1.0  # how long close() waits for a clean exit after `quit` before killing
+_EOF = None  # queue sentinel: the engine closed stdout
+
+
+class EngineError(RuntimeError):
+    """Base class of every error raised by an external-engine client (GTP or UCI)."""
+
+
+class GTPError(EngineError):
+    """The engine answered a command with a GTP failure response (`? message`)."""
+
+    def __init__(self, command: str, message: str):
+        super().__init__(f"GTP command {command!r} failed: {message}")
+        self.command = command
+        self.message = message
+
+
+class EngineTimeout(EngineError):
+    """The engine did not reply within the deadline; it has been killed."""
+
+
+class EngineCrashed(EngineError):
+    """The engine process exited, closed its output, or cannot be written to."""
+
+
+class EngineProtocolError(EngineError):
+    """The engine sent something that is not a valid reply (or not a valid move)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GTPResponse:
+    """One parsed GTP reply."""
+
+    success: bool  # True for '=', False for '?'
+    text: str  # reply body without the '='/'?' marker and id; lines joined by '\n'
+
+
+def find_executable(name: str, extra_dirs: Sequence[str] = ("/usr/games", "/usr/local/games")) -> str | None:
+    """`shutil.which(name)`, also looking in `extra_dirs` (Debian installs gnugo/stockfish in /usr/games)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    for d in extra_dirs:
+        path = os.path.join(d, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def normalize_color(color: str) -> str:
+    """'b' / 'B' / 'black' -> 'black'; 'w' / 'W' / 'white' -> 'white'."""
+    c = str(color).strip().lower()
+    if c in ("b", "black"):
+        return "black"
+    if c in ("w", "white"):
+        return "white"
+    raise ValueError(f"not a GTP color: {color!r}")
+
+
+def _kill_process_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the engine's process group (it leads its own session), then reap the engine."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except (ProcessLookupError, OSError):
+        pass
+    try:
+        proc.wait(timeout=10.0)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
+        pass
+
+
+def _read_lines(stream, sink, stop_after_eof=None) -> None:
+    """Background reader: decode lines from `stream` into `sink` (queue.put or deque.append)."""
+    try:
+        for raw in iter(stream.readline, b""):
+            sink(raw.decode("utf-8", errors="replace").rstrip("\r\n").replace("\r", ""))
+    except (OSError, ValueError):
+        pass
+    finally:
+        if stop_after_eof is not None:
+            stop_after_eof(_EOF)
+
+
+class GTPEngine:
+    """A running GTP engine. Not thread-safe: one caller issues commands one at a time.
+
+    Args:
+      command: the engine's command line, as a list of arguments or a shell-like string (it is
+        split with `shlex`, never run through a shell), e.g.
+        `["gnugo", "--mode", "gtp", "--level", "0", "--chinese-rules"]`.
+      timeout: default per-command deadline in seconds (each method also takes `timeout=`).
+      cwd, env: passed to `subprocess.Popen`.
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str] | str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ):
+        argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
+        if not argv:
+            raise ValueError("empty engine command")
+        self.argv = tuple(argv)
+        self.timeout = float(timeout)
+        self._size: int | None = None  # set by boardsize(); used to validate genmove replies
+        self._closed = False
+        self._dead_reason: str | None = None  # set once the engine was killed after an error
+        try:
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,  # own process group: close() kills the whole tree
+            )
+        except OSError as e:
+            raise EngineCrashed(f"cannot start engine {argv!r}: {e}") from e
+        self._finalizer = weakref.finalize(self, _kill_process_group, self._proc)
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
+        self._stdout_thread = threading.Thread(
+            target=_read_lines,
+            args=(self._proc.stdout, self._lines.put, self._lines.put),
+            name=f"gtp-stdout-{self._proc.pid}",
+            daemon=True,
+        )
+        self._stderr_thread = threading.Thread(
+            target=_read_lines,
+            args=(self._proc.stderr, self._stderr_tail.append),
+            name=f"gtp-stderr-{self._proc.pid}",
+            daemon=True,
+        )
+        self._stdout_thread.start()
+        self._stderr_thread.start()
+
+    # -- process management -------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        """The engine's process id (also its process-group id)."""
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The engine's exit status once it has been reaped, else None."""
+        return self._proc.poll()
+
+    def is_alive(self) -> bool:
+        return not self._closed and self._dead_reason is None and self._proc.poll() is None
+
+    def stderr_tail(self) -> str:
+        """The last lines the engine wrote to stderr (for error messages)."""
+        return "\n".join(self._stderr_tail)
+
+    def _kill(self, reason: str) -> None:
+        self._dead_reason = reason
+        _kill_process_group(self._proc)
+        self._join_readers()
+
+    def _join_readers(self) -> None:
+        for t in (self._stdout_thread, self._stderr_thread):
+            t.join(timeout=2.0)
+        for stream in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
+
+    def _crashed(self, what: str) -> EngineCrashed:
+        # The engine may still be exiting; give it a moment so the exit code is known.
+        try:
+            rc = self._proc.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        self._stderr_thread.join(timeout=0.5)
+        tail = self.stderr_tail()
+        self._kill(f"crashed ({what})")
+        msg = f"engine {self.argv[0]!r} (pid {self.pid}) {what}; exit code {self._proc.returncode if rc is None else rc}"
+        if tail:
+            msg += f"; stderr tail:\n{tail}"
+        return EngineCrashed(msg)
+
+    def close(self) -> None:
+        """Send `quit`, then kill the process group and reap it. Idempotent; never raises."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._dead_reason is None and self._proc.poll() is None:
+            try:
+                self._proc.stdin.write(b"quit\n")
+                self._proc.stdin.flush()
+                self._proc.wait(timeout=QUIT_GRACE_S)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
+        _kill_process_group(self._proc)  # also kills anything left in the group
+        self._join_readers()
+        self._finalizer.detach()
+
+    def __enter__(self) -> "GTPEngine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- protocol -----------------------------------------------------------------------------
+
+    def _next_line(self, deadline: float, command: str) -> str:
+        remaining = deadline - time.monotonic()
+        try:
+            line = self._lines.get(timeout=max(remaining, 0.0))
+        except queue.Empty:
+            self._kill(f"timed out on {command!r}")
+            raise EngineTimeout(
+                f"engine {self.argv[0]!r} did not answer {command!r} within the deadline; killed"
+            ) from None
+        if line is _EOF:
+            raise self._crashed(f"closed its output while answering {command!r}")
+        return line
+
+    def request(self, command: str, *, timeout: float | None = None) -> GTPResponse:
+        """Send one command and return the parsed reply, whether success or failure."""
+        if self._closed:
+            raise EngineError("engine is closed")
+        if self._dead_reason is not None:
+            raise EngineCrashed(f"engine is dead: {self._dead_reason}")
+        if "\n" in command or "\r" in command:
+            raise ValueError(f"GTP command must be a single line: {command!r}")
+        deadline = time.monotonic() + (self.timeout if timeout is None else float(timeout))
+        try:
+            self._proc.stdin.write(command.encode("utf-8") + b"\n")
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            raise self._crashed(f"could not be sent {command!r}") from None
+        # GTP 2 §3.4: a reply is '=' or '?' [id] text, continued on more lines, ended by an empty line.
+        first = self._next_line(deadline, command)
+        while first == "":  # tolerate stray blank lines before a reply
+            first = self._next_line(deadline, command)
+        if first[0] not in "=?":
+            self._kill(f"protocol error on {command!r}")
+            raise EngineProtocolError(f"reply to {command!r} does not start with '=' or '?': {first[:200]!r}")
+        success = first[0] == "="
+        head = first[1:]
+        head = head.lstrip("0123456789") if head[:1].isdigit() else head  # optional numeric id
+        lines = [head.strip()]
+        while True:
+            line = self._next_line(deadline, command)
+            if line == "":
+                break
+            lines.append(line)
+        if len(lines) > 1 and lines[0] == "":
+            lines = lines[1:]  # multi-line replies (showboard) start on the line after '='
+        text = "\n".join(lines).rstrip()
+        return GTPResponse(success=success, text=text)
+
+    def send(self, command: str, *, timeout: float | None = None) -> str:
+        """Send one command; return the reply text, or raise `GTPError` on a failure reply."""
+        response = self.request(command, timeout=timeout)
+        if not response.success:
+            raise GTPError(command, response.text)
+        return response.text
+
+    # -- GTP commands -------------------------------------------------------------------------
+
+    def protocol_version(self) -> str:
+        return self.send("protocol_version")
+
+    def name(self) -> str:
+        return self.send("name")
+
+    def version(self) -> str:
+        return self.send("version")
+
+    def boardsize(self, size: int) -> None:
+        self.send(f"boardsize {int(size)}")
+        self._size = int(size)
+
+    def komi(self, komi: float) -> None:
+        self.send(f"komi {float(komi):g}")
+
+    def clear_board(self) -> None:
+        self.send("clear_board")
+
+    def play(self, color: str, vertex: str) -> None:
+        """Play `vertex` ('D4' or 'pass') for `color`; an illegal move raises `GTPError`."""
+        self.send(f"play {normalize_color(color)} {vertex}")
+
+    def genmove(self, color: str, *, timeout: float | None = None) -> str:
+        """Ask the engine for a move: an upper-case vertex ('D4'), 'pass' or 'resign'.
+
+        A reply that is none of those (or a vertex off the board set by `boardsize`) raises
+        `EngineProtocolError` and kills the engine.
+        """
+        command = f"genmove {normalize_color(color)}"
+        text = self.send(command, timeout=timeout)
+        move = text.strip()
+        low = move.lower()
+        if low in (go_notation.PASS, go_notation.RESIGN):
+            return low
+        if go_notation.is_vertex(move, self._size):
+            return move.upper()
+        self._kill(f"bad genmove reply {move!r}")
+        raise EngineProtocolError(f"reply to {command!r} is not a vertex, pass or resign: {move[:200]!r}")
+
+    def final_score(self) -> str:
+        """The engine's score of the current position, e.g. 'B+3.5', 'W+7.5' or '0'."""
+        return self.send("final_score")
+
+    def list_stones(self, color: str) -> frozenset[str]:
+        """Upper-case vertices of `color`'s stones (GNU Go extension `list_stones`)."""
+        return go_notation.normalize_vertices(self.send(f"list_stones {normalize_color(color)}").split())
+
+    def showboard(self) -> str:
+        return self.send("showboard")
