@@ -1,0 +1,22 @@
+"""az_jax: AlphaZero, AlphaGo Zero and AlphaGo as a JAX-native, functional library.
+
+Public API:
+    load_agent(run_dir_or_checkpoint)  -> Agent with .act(states, key, num_simulations=...) and .policy_value(states)
+    train_and_evaluate(config, run_dir) -> trains (or resumes) a run; what `az-jax train` calls
+    Config, preset(game, name), override(config, ["key=value", ...])
+
+The names are imported lazily: importing pgx starts JAX's backend, and the CLI must first choose the number of host
+CPU devices (az_jax/cli.py).
+"""
+import importlib
+
+_EXPORTS = {"Agent": "az_jax.agent", "load_agent": "az_jax.agent", "Config": "az_jax.config",
+            "ConfigError": "az_jax.config", "override": "az_jax.config", "preset": "az_jax.config",
+            "train_and_evaluate": "az_jax.loop"}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'az_jax' has no attribute {name!r}")

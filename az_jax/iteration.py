@@ -109,9 +109,12 @@ class Trainer:
 
     def abstract_state(self) -> TrainState:
         """Shapes, dtypes and shardings of the TrainState, without allocating it (for checkpoint restore)."""
+        # Build the env outside the trace: pgx creates module-level arrays when a game module is first imported.
+        assert self.env is not None
         shapes = jax.eval_shape(self.init_state)
-        return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh), shapes,
-                            self.shardings)
+        with_sharding = lambda sharding, subtree: jax.tree.map(
+            lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), subtree)
+        return jax.tree.map(with_sharding, self.shardings, shapes, is_leaf=lambda x: isinstance(x, NamedSharding))
 
     # --- the iteration ---------------------------------------------------------------------------------------------
     def _local_selfplay(self, state: TrainState, selfplay_key: jax.Array):

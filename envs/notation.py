@@ -1,0 +1,545 @@
+"""Text boards and human move notation for every game in `envs.GAMES`: `render`, `format_move`, `parse_move`.
+
+All functions take ONE unbatched pgx state (no leading batch axis) and work on host (numpy) copies of it, so they never
+trigger a jit compile. `parse_move(game, state, format_move(game, state, a)) == a` for every legal action `a`, and the
+formats of the legal actions of a position are distinct (tests/test_play.py checks this on random positions).
+
+Notation per game, with the pgx layout it is read from (pgx 2.x sources, `pgx/<game>.py` and `pgx/_src/games/`):
+
+* tic_tac_toe -- cells "1".."9", row-major from the top-left ("5" is the centre). pgx: `_x.board[9]` row-major from the
+  top-left, action = cell index, so action = number - 1. X (colour 0) moves first.
+* connect_four -- the column "1".."7" from the left. pgx: action = column index, `_x.board[42]` row-major, row 0 on top.
+* othello -- "d3" style squares, files a-h from the left, ranks 1-8 from the bottom, and "pass" (pgx action 64, legal
+  only when nothing else is). pgx square i is file i % 8, rank i // 8 + 1; under this reading the first player has
+  the discs of Black in the standard set-up (d5, e4) and the standard first moves d3, c4, f5, e6, so it is Black.
+  (pgx's SVG drawer puts square 0 on the top row; that is the same board mirrored top-bottom.)
+* hex -- "a1" .. "k11": column letter a-k from the left, row number 1-11 from the top (pgx cell = (row-1)*11 + col),
+  and "swap" (pgx action 121, the pie rule, legal on the second move only). The first player (X) connects the top and
+  bottom rows, the second (O) the left and right columns (checked against pgx's terminal test in the tests).
+* go_9x9, go_19x19 -- GTP vertices ("D4", letter I skipped, row 1 at the bottom, case-insensitive) and "pass", via
+  `envs.go_notation`. Black (X) moves first.
+* chess -- UCI long algebraic: "e2e4", castling as the king's move "e1g1", promotions "e7e8q" (a four-letter pawn move
+  to the last rank is taken as a queen promotion when parsing). pgx stores the board from the mover's side (ranks
+  mirrored when Black is to move) and actions as from-square * 73 + plane (AlphaZero); we undo the mirror.
+* gardner_chess -- the same UCI style on the 5x5 board: squares a1..e5, "a4a5q" etc.; action = from * 49 + plane.
+* shogi -- USI: "7g7f", promotion "8h2b+", drops "P*5e" (piece letters P L N S G B R). Files 1-9 from the right (as
+  seen by Black/sente), ranks a-i from the top. pgx action = direction * 81 + to-square (dlshogi encoding, board seen
+  from the mover; the from-square is the first own piece along the direction), decoded as pgx does.
+* animal_shogi -- our own chess-like notation: files a-c from the left and ranks 1-4 from the bottom, both as seen by
+  the first player; a move is from-square + to-square ("b2b3"), a drop is piece letter + "*" + square ("C*a3"). Pieces:
+  L lion, G giraffe, E elephant, C chick, H hen. A chick reaching the far rank always becomes a hen, so there is no
+  promotion suffix. Capitals are the first player's pieces on the board; drops are typed with either case.
+
+Errors: `parse_move` raises ValueError with a one-line message for malformed text (naming the expected notation) and
+for well-formed but illegal moves (listing some legal ones).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from typing import Callable
+
+import jax
+import numpy as np
+
+from envs import go_notation
+
+__all__ = ["NOTATION_GAMES", "format_move", "legal_moves", "notation_help", "parse_move", "render", "side_to_move"]
+
+_MAX_LISTED = 24  # legal moves quoted in an "illegal move" message
+
+
+def _host(state):
+    """A numpy copy of one unbatched pgx state (idempotent on host states)."""
+    state = jax.device_get(state)
+    if np.ndim(state.legal_action_mask) != 1:
+        raise ValueError(f"expected one unbatched state, got legal_action_mask of shape "
+                         f"{np.shape(state.legal_action_mask)}")
+    return state
+
+
+def _letters(n: int) -> str:
+    return "abcdefghijklmnopqrstuvwxyz"[:n]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# tic_tac_toe
+
+
+def _ttt_render(s) -> str:
+    board = np.asarray(s._x.board)
+    cells = [str(i + 1) if board[i] < 0 else "XO"[board[i]] for i in range(9)]
+    rows = [" " + " | ".join(cells[r * 3:r * 3 + 3]) for r in range(3)]
+    return "\n---+---+---\n".join(rows)
+
+
+def _ttt_side(s) -> int:
+    return int(s._x.color)
+
+
+def _ttt_format(s, a: int) -> str:
+    if not 0 <= a < 9:
+        raise ValueError(f"tic_tac_toe action {a} out of range 0..8")
+    return str(a + 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# connect_four
+
+
+def _c4_render(s) -> str:
+    board = np.asarray(s._x.board).reshape(6, 7)
+    lines = [" " + " ".join(str(c + 1) for c in range(7))]
+    lines += [" " + " ".join("." if v < 0 else "XO"[v] for v in row) for row in board]
+    return "\n".join(lines)
+
+
+def _c4_format(s, a: int) -> str:
+    if not 0 <= a < 7:
+        raise ValueError(f"connect_four action {a} out of range 0..6")
+    return str(a + 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# othello: square i = file i % 8, rank i // 8 + 1; board > 0 = the mover's discs
+
+
+def _othello_abs(s) -> np.ndarray:
+    board = np.asarray(s._x.board)
+    return board if int(s._x.turn) == 0 else -board    # +1 Black (first player), -1 White
+
+
+def _othello_render(s) -> str:
+    board = _othello_abs(s)
+    legal = np.asarray(s.legal_action_mask)
+    header = "   " + " ".join(_letters(8))
+    lines = [header]
+    for rank in range(8, 0, -1):
+        cells = []
+        for f in range(8):
+            i = (rank - 1) * 8 + f
+            cells.append("X" if board[i] > 0 else "O" if board[i] < 0 else "*" if legal[i] else ".")
+        lines.append(f"{rank}  " + " ".join(cells) + f"  {rank}")
+    lines.append(header)
+    lines.append(f"X (Black) {int((board > 0).sum())}, O (White) {int((board < 0).sum())}; * = legal move")
+    return "\n".join(lines)
+
+
+def _othello_format(s, a: int) -> str:
+    if a == 64:
+        return "pass"
+    if not 0 <= a < 64:
+        raise ValueError(f"othello action {a} out of range 0..64")
+    return f"{_letters(8)[a % 8]}{a // 8 + 1}"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# hex: cell = row * N + col, row 0 on top; board > 0 = the mover's stones; action N*N = swap
+
+
+def _hex_size(s) -> int:
+    return int(round(np.sqrt(np.asarray(s._x.board).shape[0])))
+
+
+def _hex_side(s) -> int:
+    return int(s._x.step_count) % 2
+
+
+def _hex_render(s) -> str:
+    n = _hex_size(s)
+    board = np.asarray(s._x.board)
+    board = board if _hex_side(s) == 0 else -board    # +: first player (X), -: second (O)
+    header = "    " + " ".join(_letters(n))
+    lines = [header]
+    for r in range(n):
+        cells = ["X" if v > 0 else "O" if v < 0 else "." for v in board[r * n:(r + 1) * n]]
+        lines.append(" " * r + f"{r + 1:>2}  " + " ".join(cells) + f"  {r + 1}")
+    lines.append(" " * n + header)
+    lines.append("X connects the top and bottom rows, O the left and right columns")
+    return "\n".join(lines)
+
+
+def _hex_format(s, a: int) -> str:
+    n = _hex_size(s)
+    if a == n * n:
+        return "swap"
+    if not 0 <= a < n * n:
+        raise ValueError(f"hex action {a} out of range 0..{n * n}")
+    return f"{_letters(n)[a % n]}{a // n + 1}"
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# go: board > 0 black, < 0 white; GTP coordinates from envs.go_notation
+
+
+def _go_size(s) -> int:
+    return int(round(np.sqrt(np.asarray(s.legal_action_mask).shape[0] - 1)))
+
+
+def _go_side(s) -> int:
+    return int(s._x.step_count) % 2
+
+
+def _go_render(s) -> str:
+    n = _go_size(s)
+    board = np.asarray(s._x.board)
+    header = "    " + " ".join(go_notation.GTP_COLUMNS[:n])
+    lines = [header]
+    for r in range(n):
+        cells = ["X" if v > 0 else "O" if v < 0 else "." for v in board[r * n:(r + 1) * n]]
+        lines.append(f"{n - r:>2}  " + " ".join(cells) + f"  {n - r}")
+    lines.append(header)
+    captured = np.asarray(s._x.num_captured)
+    lines.append(f"captured by X (Black) {int(captured[0])}, by O (White) {int(captured[1])}")
+    return "\n".join(lines)
+
+
+def _go_format(s, a: int) -> str:
+    return go_notation.action_to_vertex(a, _go_size(s))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# chess-like boards (chess 8x8, gardner 5x5): square = file * N + rank in the mover's view (ranks mirrored for Black),
+# board > 0 = the mover's pieces, 1..6 = P N B R Q K
+
+
+@functools.cache
+def _chess_from_plane() -> np.ndarray:
+    from pgx._src.games.chess import FROM_PLANE
+    return np.asarray(FROM_PLANE)      # [64, 73] -> to-square, -1 off board
+
+
+@functools.cache
+def _gardner_to_map() -> np.ndarray:
+    from pgx._src.gardner_chess_utils import TO_MAP
+    return np.asarray(TO_MAP)          # [25, 49] -> to-square, -1 off board
+
+
+@dataclasses.dataclass(frozen=True)
+class _ChessLike:
+    size: int
+    planes: int
+    to_table: Callable[[], np.ndarray]
+    fields: Callable  # state -> (board, colour to move)
+
+    def square(self, sq: int, color: int) -> str:
+        f, r = divmod(int(sq), self.size)
+        r = r if color == 0 else self.size - 1 - r
+        return f"{_letters(self.size)[f]}{r + 1}"
+
+    def absolute(self, s) -> np.ndarray:
+        """Board [file, rank] in real coordinates; + white, - black."""
+        board, color = self.fields(s)
+        board = np.asarray(board).reshape(self.size, self.size)
+        return board if color == 0 else -board[:, ::-1]
+
+    def render(self, s) -> str:
+        board = self.absolute(s)
+        header = "   " + " ".join(_letters(self.size))
+        lines = [header]
+        for r in range(self.size - 1, -1, -1):
+            cells = ["." if v == 0 else "PNBRQK"[v - 1] if v > 0 else "pnbrqk"[-v - 1] for v in board[:, r]]
+            lines.append(f"{r + 1}  " + " ".join(cells) + f"  {r + 1}")
+        lines.append(header)
+        lines.append("uppercase = White, lowercase = Black")
+        return "\n".join(lines)
+
+    def format(self, s, a: int) -> str:
+        board, color = self.fields(s)
+        color = int(color)
+        from_, plane = divmod(int(a), self.planes)
+        table = self.to_table()
+        if not 0 <= from_ < self.size * self.size or table[from_, plane] < 0:
+            raise ValueError(f"action {a} is not a move on the {self.size}x{self.size} board")
+        to = int(table[from_, plane])
+        promo = ""
+        if plane < 9:
+            promo = "rbn"[plane // 3]
+        elif np.asarray(board)[from_] == 1 and from_ % self.size == self.size - 2:
+            promo = "q"
+        return self.square(from_, color) + self.square(to, color) + promo
+
+
+_CHESS = _ChessLike(8, 73, _chess_from_plane, lambda s: (s._x.board, int(s._x.color)))
+_GARDNER = _ChessLike(5, 49, _gardner_to_map, lambda s: (s._board, int(s._turn)))
+
+
+def _chess_render(s) -> str:
+    from pgx.experimental.chess import to_fen
+    return _CHESS.render(s) + "\nFEN: " + to_fen(s)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# shogi: square = x * 9 + y in the mover's view (x = file - 1, y = rank a..i), whole board rotated 180 degrees for
+# White; pieces 0..13 the mover's (P L N S B R G K +P +L +N +S +B +R), 14..27 the opponent's, -1 empty.
+
+_SHOGI_PIECES = ["P", "L", "N", "S", "B", "R", "G", "K", "+P", "+L", "+N", "+S", "+B", "+R"]
+_SHOGI_HAND = "PLNSBRG"          # pgx hand / drop order
+
+
+@functools.cache
+def _shogi_from_idx() -> np.ndarray:
+    """[direction 0..9, to, 8] candidate from-squares along the direction, nearest first (pgx's LEGAL_FROM_IDX)."""
+    deltas = [(0, 1), (-1, 1), (1, 1), (-1, 0), (1, 0), (0, -1), (-1, -1), (1, -1), (-1, 2), (1, 2)]
+    table = -np.ones((10, 81, 8), dtype=np.int64)
+    for d, (dx, dy) in enumerate(deltas):
+        for to in range(81):
+            x, y = divmod(to, 9)
+            for i in range(8):
+                x, y = x + dx, y + dy
+                if not (0 <= x < 9 and 0 <= y < 9):
+                    break
+                table[d, to, i] = x * 9 + y
+                if d >= 8:
+                    break
+    return table
+
+
+def _shogi_color(s) -> int:
+    return int(s._x.color)
+
+
+def _shogi_square(sq: int, color: int) -> str:
+    sq = int(sq) if color == 0 else 80 - int(sq)
+    x, y = divmod(sq, 9)
+    return f"{x + 1}{'abcdefghi'[y]}"
+
+
+def _shogi_absolute(s) -> tuple[np.ndarray, np.ndarray]:
+    """(board [81] with 0..13 Black's and 14..27 White's pieces, hands [2 (Black, White), 7])."""
+    board, hand = np.asarray(s._x.board), np.asarray(s._x.hand)
+    if _shogi_color(s) == 0:
+        return board, hand
+    flipped = np.where(board < 0, -1, (board + 14) % 28)[::-1]
+    return flipped, hand[::-1]
+
+
+def _shogi_render(s) -> str:
+    board, hand = _shogi_absolute(s)
+    header = "  " + "".join(f"{f:>3}" for f in range(9, 0, -1))
+    lines = [header]
+    for y in range(9):
+        cells = []
+        for f in range(9, 0, -1):
+            p = board[(f - 1) * 9 + y]
+            cells.append("." if p < 0 else _SHOGI_PIECES[p] if p < 14 else _SHOGI_PIECES[p - 14].lower())
+        lines.append("  " + "".join(f"{c:>3}" for c in cells) + f"  {'abcdefghi'[y]}")
+
+    def hand_text(h):
+        items = [f"{_SHOGI_HAND[i]}{'' if h[i] == 1 else h[i]}" for i in range(7) if h[i] > 0]
+        return " ".join(items) or "-"
+    lines.append(f"hands: Black (sente, uppercase) {hand_text(hand[0])}; White (gote, lowercase) "
+                 f"{hand_text(hand[1])}")
+    return "\n".join(lines)
+
+
+def _shogi_format(s, a: int) -> str:
+    color = _shogi_color(s)
+    direction, to = divmod(int(a), 81)
+    if not 0 <= direction < 27:
+        raise ValueError(f"shogi action {a} out of range 0..{27 * 81 - 1}")
+    if direction >= 20:
+        return f"{_SHOGI_HAND[direction - 20]}*{_shogi_square(to, color)}"
+    idx = _shogi_from_idx()[direction % 10, to]
+    board = np.asarray(s._x.board)
+    cand = np.where(idx >= 0, board[np.maximum(idx, 0)], -1)
+    own = (idx >= 0) & (cand >= 0) & (cand < 14)
+    if not own.any():
+        raise ValueError(f"shogi action {a}: no piece of the side to move can make it")
+    from_ = int(idx[np.argmax(own)])
+    return _shogi_square(from_, color) + _shogi_square(to, color) + ("+" if direction >= 10 else "")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# animal_shogi: square = x * 4 + y in the mover's view, x = 0 the right column, y = 0 the far row; rotated 180
+# degrees for the second player. Pieces 0..4 = chick, elephant, giraffe, lion, hen of the mover; 5..9 the opponent's.
+
+_ANIMAL_PIECES = "CEGLH"
+_ANIMAL_DIRS = [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]   # pgx `_to` (dx, dy)
+
+
+def _animal_color(s) -> int:
+    return int(s._turn)
+
+
+def _animal_square(sq: int, color: int) -> str:
+    sq = int(sq) if color == 0 else 11 - int(sq)
+    x, y = divmod(sq, 4)
+    return f"{'abc'[2 - x]}{4 - y}"
+
+
+def _animal_absolute(s) -> tuple[np.ndarray, np.ndarray]:
+    """(board [12]: 0..4 first player's, 5..9 second's, -1 empty; hands [2 (first, second), 3])."""
+    board, hand = np.asarray(s._board), np.asarray(s._hand)
+    if _animal_color(s) == 0:
+        return board, hand
+    return np.where(board < 0, -1, (board + 5) % 10)[::-1], hand[::-1]
+
+
+def _animal_render(s) -> str:
+    board, hand = _animal_absolute(s)
+    header = "   a b c"
+    lines = [header]
+    for rank in range(4, 0, -1):
+        cells = []
+        for f in range(3):
+            p = board[(2 - f) * 4 + (4 - rank)]
+            cells.append("." if p < 0 else _ANIMAL_PIECES[p] if p < 5 else _ANIMAL_PIECES[p - 5].lower())
+        lines.append(f"{rank}  " + " ".join(cells) + f"  {rank}")
+    lines.append(header)
+
+    def hand_text(h):
+        return " ".join(f"{_ANIMAL_PIECES[i]}{'' if h[i] == 1 else h[i]}" for i in range(3) if h[i] > 0) or "-"
+    lines.append(f"hands: first (uppercase) {hand_text(hand[0])}; second (lowercase) {hand_text(hand[1])}")
+    lines.append("L lion, G giraffe, E elephant, C chick, H hen")
+    return "\n".join(lines)
+
+
+def _animal_format(s, a: int) -> str:
+    color = _animal_color(s)
+    kind, sq = divmod(int(a), 12)
+    if not 0 <= kind < 11:
+        raise ValueError(f"animal_shogi action {a} out of range 0..131")
+    if kind >= 8:
+        return f"{_ANIMAL_PIECES[kind - 8]}*{_animal_square(sq, color)}"
+    x, y = divmod(sq, 4)
+    dx, dy = _ANIMAL_DIRS[kind]
+    if not (0 <= x + dx < 3 and 0 <= y + dy < 4):
+        raise ValueError(f"animal_shogi action {a} moves off the board")
+    return _animal_square(sq, color) + _animal_square((x + dx) * 4 + y + dy, color)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the table
+
+
+@dataclasses.dataclass(frozen=True)
+class _Notation:
+    render: Callable            # host state -> board text (without the side-to-move line)
+    format: Callable            # (host state, action int) -> move text
+    side: Callable              # host state -> colour to move, 0 = the first player
+    colors: tuple[str, str]     # names of the first and second player
+    syntax: re.Pattern          # what a well-formed move looks like (full match, after strip)
+    canonical: Callable         # well-formed text -> the spelling format() produces
+    help: str                   # one line describing the notation
+
+
+def _lower(t: str) -> str:
+    return t.lower()
+
+
+def _drop_or_move(t: str) -> str:
+    """Piece letter of a drop upper-case, squares lower-case ("p*5E" -> "P*5e")."""
+    return t[0].upper() + t[1:].lower() if "*" in t else t.lower()
+
+
+def _go_canonical(t: str) -> str:
+    return "pass" if t.lower() == "pass" else t.upper()
+
+
+_FIRST_SECOND = ("X", "O")
+
+_NOTATIONS: dict[str, _Notation] = {
+    "tic_tac_toe": _Notation(
+        _ttt_render, _ttt_format, _ttt_side, _FIRST_SECOND, re.compile(r"[1-9]"), str,
+        "a cell number 1-9, counted row by row from the top-left (5 = centre)"),
+    "connect_four": _Notation(
+        _c4_render, _c4_format, lambda s: int(s._x.color), _FIRST_SECOND, re.compile(r"[1-7]"), str,
+        "a column number 1-7, counted from the left"),
+    "othello": _Notation(
+        _othello_render, _othello_format, lambda s: int(s._x.turn), ("X (Black)", "O (White)"),
+        re.compile(r"[a-h][1-8]|pass", re.I), _lower,
+        "a square like d3 (files a-h from the left, ranks 1-8 from the bottom), or pass when you cannot move"),
+    "hex": _Notation(
+        _hex_render, _hex_format, _hex_side, ("X", "O"), re.compile(r"[a-k](?:1[01]|[1-9])|swap", re.I), _lower,
+        "a cell like f6 (columns a-k from the left, rows 1-11 from the top), or swap on the second move"),
+    "go_9x9": _Notation(
+        _go_render, _go_format, _go_side, ("X (Black)", "O (White)"), re.compile(r"[a-hj][1-9]|pass", re.I),
+        _go_canonical, "a point like E5 (columns A-J without I, rows 1-9 from the bottom), or pass"),
+    "go_19x19": _Notation(
+        _go_render, _go_format, _go_side, ("X (Black)", "O (White)"),
+        re.compile(r"[a-hj-t](?:1[0-9]|[1-9])|pass", re.I), _go_canonical,
+        "a point like D4 (columns A-T without I, rows 1-19 from the bottom), or pass"),
+    "chess": _Notation(
+        _chess_render, _CHESS.format, lambda s: int(s._x.color), ("White", "Black"),
+        re.compile(r"[a-h][1-8][a-h][1-8][qrbn]?", re.I), _lower,
+        "UCI long algebraic: from and to squares like e2e4, castling e1g1, promotion e7e8q"),
+    "gardner_chess": _Notation(
+        _GARDNER.render, _GARDNER.format, lambda s: int(s._turn), ("White", "Black"),
+        re.compile(r"[a-e][1-5][a-e][1-5][qrbn]?", re.I), _lower,
+        "UCI style on the 5x5 board: from and to squares like a2a3 (a1-e5), promotion b4b5q"),
+    "shogi": _Notation(
+        _shogi_render, _shogi_format, _shogi_color, ("Black (sente)", "White (gote)"),
+        re.compile(r"[1-9][a-i][1-9][a-i]\+?|[plnsgbr]\*[1-9][a-i]", re.I), _drop_or_move,
+        "USI: from and to squares like 7g7f (files 1-9 from the right, ranks a-i from the top), promotion 8h2b+, "
+        "drop P*5e"),
+    "animal_shogi": _Notation(
+        _animal_render, _animal_format, _animal_color, ("first (uppercase)", "second (lowercase)"),
+        re.compile(r"[a-c][1-4][a-c][1-4]|[ceg]\*[a-c][1-4]", re.I), _drop_or_move,
+        "from and to squares like b2b3 (files a-c from the left, ranks 1-4 from the first player's side), "
+        "drop C*a3 (C chick, E elephant, G giraffe)"),
+}
+
+NOTATION_GAMES = tuple(_NOTATIONS)
+
+
+def _notation(game: str) -> _Notation:
+    try:
+        return _NOTATIONS[game]
+    except KeyError:
+        raise ValueError(f"no notation for game {game!r}; known: {', '.join(_NOTATIONS)}") from None
+
+
+def notation_help(game: str) -> str:
+    """One line telling a person how to type a move of `game`."""
+    return _notation(game).help
+
+
+def side_to_move(game: str, state) -> str:
+    """Name of the side to move ("X", "White", "Black (sente)", ...)."""
+    n = _notation(game)
+    return n.colors[n.side(_host(state))]
+
+
+def render(game: str, state) -> str:
+    """A text board of one unbatched state, with labelled rows and columns and a line saying who is to move."""
+    n = _notation(game)
+    s = _host(state)
+    me = n.side(s)
+    if bool(s.terminated) or bool(s.truncated):
+        r = float(np.asarray(s.rewards)[int(s.current_player)])     # for the colour that would move next
+        status = "game over: " + ("draw" if r == 0 else f"{n.colors[me if r > 0 else 1 - me]} wins")
+    else:
+        status = f"{n.colors[me]} to move"
+    return f"{n.render(s)}\n{status}"
+
+
+def format_move(game: str, state, action: int) -> str:
+    """The move text of pgx `action` in `state` (the position before the move)."""
+    return _notation(game).format(_host(state), int(action))
+
+
+def legal_moves(game: str, state) -> dict[str, int]:
+    """{move text: action} for every legal action of `state`, in action order."""
+    n = _notation(game)
+    s = _host(state)
+    return {n.format(s, int(a)): int(a) for a in np.flatnonzero(np.asarray(s.legal_action_mask))}
+
+
+def parse_move(game: str, state, text: str) -> int:
+    """The pgx action of move `text` in `state`; ValueError (one line) if it is malformed or illegal."""
+    n = _notation(game)
+    raw = str(text).strip()
+    if not n.syntax.fullmatch(raw):
+        raise ValueError(f"malformed move {raw!r}: expected {n.help}")
+    canon = n.canonical(raw)
+    moves = legal_moves(game, state)
+    if not moves:
+        raise ValueError("no legal moves: the game is over")
+    if canon in moves:
+        return moves[canon]
+    if game in ("chess", "gardner_chess") and canon + "q" in moves:    # "e7e8" = queen promotion
+        return moves[canon + "q"]
+    listed = " ".join(list(moves)[:_MAX_LISTED]) + (" ..." if len(moves) > _MAX_LISTED else "")
+    raise ValueError(f"illegal move {raw!r} in this position; legal moves: {listed}")
