@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-RUN_DIR ?= runs/connect_four
+RUN_DIR ?= runs/connect_four-small
+APT_PACKAGES := $(shell cat .ci/apt-packages.txt 2>/dev/null)
 
 $(BIN)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -10,11 +11,20 @@ $(BIN)/.installed: setup.cfg pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $@
 
-.PHONY: install train test
+.PHONY: install system-deps train test
 install: $(BIN)/.installed
+
+# Debian packages the tests use (GNU Go, Stockfish): installed with apt-get when missing (needs root, as in CI).
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
+	fi
 
 train: $(BIN)/.installed
 	$(BIN)/az-jax train --game connect_four --preset small --run-dir $(RUN_DIR)
 
-test: $(BIN)/.installed
+test: $(BIN)/.installed system-deps
 	$(BIN)/python -m pytest -q -n 2 tests

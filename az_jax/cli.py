@@ -43,6 +43,27 @@ def _play(args) -> int:
     return 0
 
 
+def _bench(args) -> int:
+    import json
+    import jax
+    from az_jax import bench
+    from az_jax import config as config_lib
+    config = config_lib.override(config_lib.preset(args.game, args.preset), args.set or [])
+    devices = jax.devices()[:args.devices] if args.devices else None
+    log = lambda message: print(f"az-jax bench: {message}", file=sys.stderr, flush=True)
+    result = bench.run_benchmark(config, devices=devices, repeats=args.repeats, log=log)
+    result.update(preset=args.preset, overrides=list(args.set or []))
+    text = json.dumps(result, indent=2)
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+    else:
+        print(text)
+    print(bench.format_table(result))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="az-jax", description="AlphaZero in JAX: train and play.")
     parser.add_argument("--devices", type=int, default=None,
@@ -64,6 +85,16 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--simulations", type=int, default=None, help="search simulations per agent move")
     play.add_argument("--seed", type=int, default=0)
     play.set_defaults(func=_play)
+
+    bench = sub.add_parser("bench", help="measure throughput, compile time, memory, FLOPs and MFU of a config")
+    bench.add_argument("--game", default="connect_four", help="game name (see envs.GAMES)")
+    bench.add_argument("--preset", default="small", help="small (laptop CPU / one GPU) or paper (full scale)")
+    bench.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
+    bench.add_argument("--devices", type=int, default=argparse.SUPPRESS,
+                       help="devices to use (on CPU: host devices to create; default: one per core)")
+    bench.add_argument("--repeats", type=int, default=3, help="timed calls per measurement (median reported)")
+    bench.add_argument("--json", default=None, metavar="PATH", help="write the JSON here (default: stdout)")
+    bench.set_defaults(func=_bench)
     return parser
 
 

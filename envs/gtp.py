@@ -114,16 +114,16 @@ def _kill_process_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _read_lines(stream, sink, stop_after_eof=None) -> None:
-    """Background reader: decode lines from `stream` into `sink` (queue.put or deque.append)."""
+def _read_lines(stream, sink, on_eof=None) -> None:
+    """Background reader: decode lines from `stream` into `sink`; call `on_eof(_EOF)` at the end."""
     try:
         for raw in iter(stream.readline, b""):
             sink(raw.decode("utf-8", errors="replace").rstrip("\r\n").replace("\r", ""))
     except (OSError, ValueError):
         pass
     finally:
-        if stop_after_eof is not None:
-            stop_after_eof(_EOF)
+        if on_eof is not None:
+            on_eof(_EOF)
 
 
 class GTPEngine:

@@ -45,7 +45,8 @@ import numpy as np
 
 from envs import go_notation
 
-__all__ = ["NOTATION_GAMES", "format_move", "legal_moves", "notation_help", "parse_move", "render", "side_to_move"]
+__all__ = ["NOTATION_GAMES", "format_move", "legal_moves", "notation_help", "parse_move", "player_names", "render",
+           "side_to_move"]
 
 _MAX_LISTED = 24  # legal moves quoted in an "illegal move" message
 
@@ -150,12 +151,12 @@ def _hex_render(s) -> str:
     n = _hex_size(s)
     board = np.asarray(s._x.board)
     board = board if _hex_side(s) == 0 else -board    # +: first player (X), -: second (O)
-    header = "    " + " ".join(_letters(n))
-    lines = [header]
+    header = " ".join(_letters(n))
+    lines = ["   " + header]                                   # cell (r, c) is drawn at column 3 + r + 2c
     for r in range(n):
         cells = ["X" if v > 0 else "O" if v < 0 else "." for v in board[r * n:(r + 1) * n]]
-        lines.append(" " * r + f"{r + 1:>2}  " + " ".join(cells) + f"  {r + 1}")
-    lines.append(" " * n + header)
+        lines.append(f"{r + 1:>2} " + " " * r + " ".join(cells) + f" {r + 1}")
+    lines.append(" " * (n + 3) + header)
     lines.append("X connects the top and bottom rows, O the left and right columns")
     return "\n".join(lines)
 
@@ -423,6 +424,7 @@ class _Notation:
     syntax: re.Pattern          # what a well-formed move looks like (full match, after strip)
     canonical: Callable         # well-formed text -> the spelling format() produces
     help: str                   # one line describing the notation
+    direct: Callable | None = None   # (host state, canonical text) -> action, where the notation maps straight
 
 
 def _lower(t: str) -> str:
@@ -438,29 +440,53 @@ def _go_canonical(t: str) -> str:
     return "pass" if t.lower() == "pass" else t.upper()
 
 
+def _number_action(s, t: str) -> int:
+    return int(t) - 1
+
+
+def _board_action(width: Callable, special: str) -> Callable:
+    """Direct parser of "<column letter><row number>" cells (cell = (row - 1) * width + column) plus one special word
+    (the action after the last cell)."""
+    def parse(s, t: str) -> int:
+        n = width(s)
+        if t == special:
+            return n * n
+        col, row = _letters(n).index(t[0]), int(t[1:]) - 1
+        if not (col < n and 0 <= row < n):
+            raise ValueError(f"{t!r} is off the {n}x{n} board")
+        return row * n + col
+    return parse
+
+
+def _go_action(s, t: str) -> int:
+    return go_notation.vertex_to_action(t, _go_size(s))
+
+
 _FIRST_SECOND = ("X", "O")
 
 _NOTATIONS: dict[str, _Notation] = {
     "tic_tac_toe": _Notation(
         _ttt_render, _ttt_format, _ttt_side, _FIRST_SECOND, re.compile(r"[1-9]"), str,
-        "a cell number 1-9, counted row by row from the top-left (5 = centre)"),
+        "a cell number 1-9, counted row by row from the top-left (5 = centre)", _number_action),
     "connect_four": _Notation(
         _c4_render, _c4_format, lambda s: int(s._x.color), _FIRST_SECOND, re.compile(r"[1-7]"), str,
-        "a column number 1-7, counted from the left"),
+        "a column number 1-7, counted from the left", _number_action),
     "othello": _Notation(
         _othello_render, _othello_format, lambda s: int(s._x.turn), ("X (Black)", "O (White)"),
         re.compile(r"[a-h][1-8]|pass", re.I), _lower,
-        "a square like d3 (files a-h from the left, ranks 1-8 from the bottom), or pass when you cannot move"),
+        "a square like d3 (files a-h from the left, ranks 1-8 from the bottom), or pass when you cannot move",
+        _board_action(lambda s: 8, "pass")),
     "hex": _Notation(
         _hex_render, _hex_format, _hex_side, ("X", "O"), re.compile(r"[a-k](?:1[01]|[1-9])|swap", re.I), _lower,
-        "a cell like f6 (columns a-k from the left, rows 1-11 from the top), or swap on the second move"),
+        "a cell like f6 (columns a-k from the left, rows 1-11 from the top), or swap on the second move",
+        _board_action(_hex_size, "swap")),
     "go_9x9": _Notation(
         _go_render, _go_format, _go_side, ("X (Black)", "O (White)"), re.compile(r"[a-hj][1-9]|pass", re.I),
-        _go_canonical, "a point like E5 (columns A-J without I, rows 1-9 from the bottom), or pass"),
+        _go_canonical, "a point like E5 (columns A-J without I, rows 1-9 from the bottom), or pass", _go_action),
     "go_19x19": _Notation(
         _go_render, _go_format, _go_side, ("X (Black)", "O (White)"),
         re.compile(r"[a-hj-t](?:1[0-9]|[1-9])|pass", re.I), _go_canonical,
-        "a point like D4 (columns A-T without I, rows 1-19 from the bottom), or pass"),
+        "a point like D4 (columns A-T without I, rows 1-19 from the bottom), or pass", _go_action),
     "chess": _Notation(
         _chess_render, _CHESS.format, lambda s: int(s._x.color), ("White", "Black"),
         re.compile(r"[a-h][1-8][a-h][1-8][qrbn]?", re.I), _lower,
@@ -496,6 +522,11 @@ def notation_help(game: str) -> str:
     return _notation(game).help
 
 
+def player_names(game: str) -> tuple[str, str]:
+    """Names of the first and the second player ("X", "O"; "White", "Black"; ...), as `render` uses them."""
+    return _notation(game).colors
+
+
 def side_to_move(game: str, state) -> str:
     """Name of the side to move ("X", "White", "Black (sente)", ...)."""
     n = _notation(game)
@@ -507,7 +538,7 @@ def render(game: str, state) -> str:
     n = _notation(game)
     s = _host(state)
     me = n.side(s)
-    if bool(s.terminated) or bool(s.truncated):
+    if _over(s):
         r = float(np.asarray(s.rewards)[int(s.current_player)])     # for the colour that would move next
         status = "game over: " + ("draw" if r == 0 else f"{n.colors[me if r > 0 else 1 - me]} wins")
     else:
@@ -520,11 +551,54 @@ def format_move(game: str, state, action: int) -> str:
     return _notation(game).format(_host(state), int(action))
 
 
+def _cell(game: str, state, square: str) -> str:
+    """What the board shows on `square` (spelt as in the game's moves): "." empty, else the rendered piece or stone
+    ("X", "O", "P", "k", "+R", ...). For tests and move-effect checks; connect_four has no squares."""
+    s = _host(state)
+
+    def stone(v) -> str:
+        return "X" if v > 0 else "O" if v < 0 else "."
+
+    if game == "tic_tac_toe":
+        v = int(np.asarray(s._x.board)[int(square) - 1])
+        return "." if v < 0 else "XO"[v]
+    if game == "othello":
+        return stone(_othello_abs(s)[_board_action(lambda _: 8, "pass")(s, square.lower())])
+    if game == "hex":
+        board = np.asarray(s._x.board) * (1 if _hex_side(s) == 0 else -1)
+        return stone(board[_board_action(_hex_size, "swap")(s, square.lower())])
+    if game in ("go_9x9", "go_19x19"):
+        return stone(np.asarray(s._x.board)[go_notation.vertex_to_action(square, _go_size(s))])
+    if game in ("chess", "gardner_chess"):
+        spec = _CHESS if game == "chess" else _GARDNER
+        v = int(spec.absolute(s)[_letters(spec.size).index(square[0]), int(square[1:]) - 1])
+        return "." if v == 0 else "PNBRQK"[v - 1] if v > 0 else "pnbrqk"[-v - 1]
+    if game == "shogi":
+        p = int(_shogi_absolute(s)[0][(int(square[0]) - 1) * 9 + "abcdefghi".index(square[1])])
+        return "." if p < 0 else _SHOGI_PIECES[p] if p < 14 else _SHOGI_PIECES[p - 14].lower()
+    if game == "animal_shogi":
+        p = int(_animal_absolute(s)[0][(2 - "abc".index(square[0])) * 4 + 4 - int(square[1])])
+        return "." if p < 0 else _ANIMAL_PIECES[p] if p < 5 else _ANIMAL_PIECES[p - 5].lower()
+    raise ValueError(f"{game} has no squares")
+
+
+def _over(s) -> bool:
+    return bool(s.terminated) or bool(s.truncated)
+
+
 def legal_moves(game: str, state) -> dict[str, int]:
-    """{move text: action} for every legal action of `state`, in action order."""
+    """{move text: action} for every legal action of `state`, in action order; empty once the game is over (pgx then
+    marks every action legal)."""
     n = _notation(game)
     s = _host(state)
+    if _over(s):
+        return {}
     return {n.format(s, int(a)): int(a) for a in np.flatnonzero(np.asarray(s.legal_action_mask))}
+
+
+def _illegal(raw: str, moves: dict[str, int]) -> ValueError:
+    listed = " ".join(list(moves)[:_MAX_LISTED]) + (" ..." if len(moves) > _MAX_LISTED else "")
+    return ValueError(f"illegal move {raw!r} in this position; legal moves: {listed}")
 
 
 def parse_move(game: str, state, text: str) -> int:
@@ -534,12 +608,17 @@ def parse_move(game: str, state, text: str) -> int:
     if not n.syntax.fullmatch(raw):
         raise ValueError(f"malformed move {raw!r}: expected {n.help}")
     canon = n.canonical(raw)
-    moves = legal_moves(game, state)
-    if not moves:
+    s = _host(state)
+    if _over(s):
         raise ValueError("no legal moves: the game is over")
+    if n.direct is not None:
+        action = n.direct(s, canon)
+        if np.asarray(s.legal_action_mask)[action]:
+            return action
+        raise _illegal(raw, legal_moves(game, s))
+    moves = legal_moves(game, s)
     if canon in moves:
         return moves[canon]
     if game in ("chess", "gardner_chess") and canon + "q" in moves:    # "e7e8" = queen promotion
         return moves[canon + "q"]
-    listed = " ".join(list(moves)[:_MAX_LISTED]) + (" ..." if len(moves) > _MAX_LISTED else "")
-    raise ValueError(f"illegal move {raw!r} in this position; legal moves: {listed}")
+    raise _illegal(raw, moves)

@@ -9,7 +9,8 @@ Dirichlet alpha: AlphaZero sets it "in inverse proportion to the approximate num
 position" (chess 0.3, shogi 0.15, Go 0.03). For the games the papers do not cover we use alpha = 10 / L, where L is the
 mean number of legal moves under random play printed by experiments/legal_moves.py (the constant 10 is what the paper
 implies for chess: 0.3 × ~35 legal moves ≈ 10), clipped to at most 1.0 (alpha > 1 makes the noise nearly uniform and
-drowns the prior). Go 9×9 takes the paper's Go value scaled by board area, 0.03 × 361 / 81 ≈ 0.13.
+drowns the prior). Go 9×9 takes the paper's Go value scaled by board area, 0.03 × 361 / 81 ≈ 0.13. Random play
+undercounts the legal moves of real games where pieces develop (chess: 22.6 random vs ~35 typical), noted per game.
 """
 import dataclasses
 from typing import Literal
@@ -39,31 +40,32 @@ class GameSpec:
 
 
 GAMES: dict[str, GameSpec] = {g.name: g for g in [
-    # L ≈ 5 (random play); 10/5 = 2 -> clipped to 1. Whole game is 9 plies: sample the first 2 of them.
-    GameSpec("tic_tac_toe", dirichlet_alpha=1.0, typical_legal_moves=5.0, max_length=9, cap_rule="none",
-             temperature_moves=2),
-    # L ≈ 7 -> 10/7 = 1.4, clipped to 1.
-    GameSpec("connect_four", dirichlet_alpha=1.0, typical_legal_moves=6.8, max_length=42, cap_rule="none",
+    # L ≈ 5.4 (random play); 10/5.4 = 1.9 -> clipped to 1. A game is at most 9 plies: sample the first 4.
+    GameSpec("tic_tac_toe", dirichlet_alpha=1.0, typical_legal_moves=5.4, max_length=9, cap_rule="none",
+             temperature_moves=4),
+    # L ≈ 6.7 -> 10/6.7 = 1.5, clipped to 1.
+    GameSpec("connect_four", dirichlet_alpha=1.0, typical_legal_moves=6.7, max_length=42, cap_rule="none",
              temperature_moves=8),
-    # L ≈ 8 -> clipped to 1.
-    GameSpec("othello", dirichlet_alpha=1.0, typical_legal_moves=8.0, max_length=130, cap_rule="none",
+    # L ≈ 8.5 -> 10/8.5 = 1.2, clipped to 1.
+    GameSpec("othello", dirichlet_alpha=1.0, typical_legal_moves=8.5, max_length=130, cap_rule="none",
              temperature_moves=15),
-    # L ≈ 60 on 11×11 -> 10/60 ≈ 0.17.
-    GameSpec("hex", dirichlet_alpha=0.17, typical_legal_moves=60.0, max_length=121, cap_rule="none",
+    # L ≈ 68 on 11×11 -> 10/68 ≈ 0.15.
+    GameSpec("hex", dirichlet_alpha=0.15, typical_legal_moves=68.4, max_length=121, cap_rule="none",
              temperature_moves=15),
-    GameSpec("go_9x9", dirichlet_alpha=0.13, typical_legal_moves=45.0, max_length=162, cap_rule="scored",
+    # Random play gives L ≈ 33 (it fills the board unlike real games); we scale the paper's 19×19 value by area.
+    GameSpec("go_9x9", dirichlet_alpha=0.13, typical_legal_moves=33.2, max_length=162, cap_rule="scored",
              temperature_moves=15),
     GameSpec("go_19x19", dirichlet_alpha=0.03, typical_legal_moves=250.0, max_length=722, cap_rule="scored",
              temperature_moves=30),
     GameSpec("chess", dirichlet_alpha=0.3, typical_legal_moves=35.0, max_length=512, cap_rule="draw",
              temperature_moves=30),
-    # L ≈ 12 on the 5×5 board -> 10/12 ≈ 0.8.
-    GameSpec("gardner_chess", dirichlet_alpha=0.8, typical_legal_moves=12.0, max_length=256, cap_rule="draw",
+    # Random play gives L ≈ 9.3; random chess underestimates real chess by 35/22.6, so L ≈ 14 -> 10/14 ≈ 0.7.
+    GameSpec("gardner_chess", dirichlet_alpha=0.7, typical_legal_moves=14.4, max_length=256, cap_rule="draw",
              temperature_moves=15),
     GameSpec("shogi", dirichlet_alpha=0.15, typical_legal_moves=80.0, max_length=512, cap_rule="draw",
              temperature_moves=30),
-    # L ≈ 8 -> clipped to 1.
-    GameSpec("animal_shogi", dirichlet_alpha=1.0, typical_legal_moves=8.0, max_length=256, cap_rule="draw",
+    # L ≈ 6.9 -> 10/6.9 = 1.4, clipped to 1.
+    GameSpec("animal_shogi", dirichlet_alpha=1.0, typical_legal_moves=6.9, max_length=256, cap_rule="draw",
              temperature_moves=10),
 ]}
 

@@ -259,13 +259,10 @@ class UCIEngine:
         except (asyncio.TimeoutError, concurrent.futures.TimeoutError, TimeoutError) as e:
             raise EngineTimeout(f"UCI engine {argv!r} did not finish the 'uci' handshake in {timeout} s") from e
         self.pid = self._engine.transport.get_pid()
+        self.name = self._engine.id.get("name", self.argv[0])  # from the engine's `id name` line
         self._finalizer = weakref.finalize(self, _shutdown, self._engine, self.pid, False)
         if options:
             self.configure(options)
-
-    @property
-    def name(self) -> str:
-        return self._engine.id.get("name", self.argv[0])
 
     def is_alive(self) -> bool:
         return not self._closed and self._dead_reason is None and not self._engine.returncode.done()

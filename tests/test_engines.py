@@ -16,7 +16,6 @@ import chess
 import jax
 import numpy as np
 import pgx
-import psutil
 import pytest
 
 from envs import go_notation as gn
@@ -26,16 +25,23 @@ GNUGO = gtp.find_executable("gnugo")
 STOCKFISH = gtp.find_executable("stockfish")
 needs_gnugo = pytest.mark.skipif(GNUGO is None, reason="gnugo not installed (apt-get install gnugo)")
 needs_stockfish = pytest.mark.skipif(STOCKFISH is None, reason="stockfish not installed (apt-get install stockfish)")
-GNUGO_CMD = [GNUGO, "--mode", "gtp", "--level", "0", "--chinese-rules"]
+GNUGO_CMD = [GNUGO, "--mode", "gtp", "--level", "0", "--chinese-rules", "--seed", "1"]  # seeded: reproducible
 N = 9  # go_9x9
 
 
 def _gone(pid: int) -> bool:
-    """The process is reaped (or at least no longer running)."""
+    """The process no longer runs: reaped, or a zombie awaiting its (new) parent's reaping."""
     try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
         return True
+    except OSError:  # no procfs: fall back to signal 0
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
 
 
 def _wait_gone(pid: int, seconds: float = 5.0) -> bool:
@@ -216,8 +222,9 @@ def test_killed_gnugo_raises_engine_crashed_and_is_reaped():
 
 
 def test_hung_engine_times_out_and_is_killed_with_its_children():
-    # Answers `name`, then hangs on anything else; it also spawns a child (a `sleep`) that must die
-    # with it (the engine runs in its own process group, which close/kill takes down).
+    # Answers `protocol_version` (with its child's pid) and `name`, then hangs on anything else. It
+    # spawns a child (a `sleep`) that must die with it: the engine runs in its own process group,
+    # which the client's kill takes down as a whole.
     cmd = _fake_engine(
         """
         child = subprocess.Popen(["sleep", "600"])

@@ -1,0 +1,109 @@
+"""Search alone finds tactics: with an uninformative network (uniform prior, value 0) the root's best move must come
+from looking ahead in the real game.
+
+Positions are built by playing fixed action sequences from env.init. pgx picks at random which player id moves first;
+that changes nothing here since only the order of moves matters. One search per (game, algorithm) covers all of a
+game's positions in one batch, compiled once and shared by the tests below.
+
+Tic-tac-toe actions are cells 0..8 row-major; connect four actions are columns 0..6.
+"""
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from az_jax import search
+from conftest import uninformative_model
+
+POSITIONS = {
+    "tic_tac_toe": [
+        # X: 0 1, O: 3 4. X to move wins at 2 (top row); O's threat at 5 does not matter.
+        #   X X .
+        #   O O .
+        #   . . .
+        dict(moves=[0, 3, 1, 4], best=2, empty=[2, 5, 6, 7, 8]),
+        # X: 0 8, O: 4 2. X cannot win at once; O threatens 6 (anti-diagonal 2-4-6): X must block at 6.
+        #   X . O
+        #   . O .
+        #   . . X
+        dict(moves=[0, 4, 8, 2], best=6, empty=[1, 3, 5, 6, 7]),
+    ],
+    "connect_four": [
+        # Column 6 filled first (6 alternating discs, no four), so it is illegal. Then A: 0 1 2, B: 0 1 2 on top.
+        # A to move wins at 3 on the bottom row (B's row-1 threat at 3 comes too late).
+        dict(moves=[6] * 6 + [0, 0, 1, 1, 2, 2], best=3, empty=[0, 1, 2, 3, 4, 5]),
+        # Same but B to move with A threatening the bottom row at 3; B has no win of its own: B must block at 3.
+        dict(moves=[6] * 6 + [0, 0, 1, 1, 2], best=3, empty=[0, 1, 2, 3, 4, 5]),
+    ],
+}
+SIMULATIONS = {"tic_tac_toe": 200, "connect_four": 400}
+
+
+def _positions(env, name):
+    """The game's positions as one batched pgx state [P, ...]."""
+    step = jax.jit(env.step)
+    states = []
+    for position in POSITIONS[name]:
+        state = env.init(jax.random.key(7))
+        for action in position["moves"]:
+            state = step(state, jnp.int32(action))
+        states.append(state)
+    return jax.tree.map(lambda *x: jnp.stack(x), *states)
+
+
+@functools.cache
+def _search(name: str, algorithm: str):
+    """Searches every position of `name` without noise; returns (states, apply_fn outputs, search output) as numpy."""
+    env, _ = envs.make_env(name)
+    apply_fn, variables = uninformative_model(env, jax.random.key(1))
+    states = _positions(env, name)
+
+    @jax.jit
+    def run(variables, rng_key, states):
+        output = search.run_search(apply_fn, env, variables, rng_key, states, num_simulations=SIMULATIONS[name],
+                                   algorithm=algorithm, dirichlet_fraction=0.0, gumbel_scale=0.0)
+        greedy = search.greedy_action(output, states.legal_action_mask)
+        return apply_fn(variables, states.observation), output, search.visit_counts(output), greedy
+
+    return jax.tree.map(np.asarray, (states, *run(variables, jax.random.key(2), states)))
+
+
+CASES = [("tic_tac_toe", "puct"), ("connect_four", "puct"), ("tic_tac_toe", "gumbel")]
+
+
+@pytest.mark.parametrize("name", ["tic_tac_toe", "connect_four"])
+def test_positions_are_as_drawn_and_network_is_uninformative(name):
+    states, (logits, value), *_ = _search(name, "puct")
+    for i, position in enumerate(POSITIONS[name]):
+        assert not states.terminated[i]
+        np.testing.assert_array_equal(np.flatnonzero(states.legal_action_mask[i]), position["empty"])
+    np.testing.assert_array_equal(logits, 0.0)  # uniform prior
+    np.testing.assert_array_equal(value, 0.0)   # no opinion on who wins
+
+
+@pytest.mark.parametrize("name,algorithm", CASES)
+def test_search_finds_the_win_and_blocks_the_opponents_win(name, algorithm):
+    states, _, output, visits, greedy = _search(name, algorithm)
+    best = np.array([p["best"] for p in POSITIONS[name]])
+    if algorithm == "puct":
+        np.testing.assert_array_equal(greedy, best)
+        # Not a close call: the winning/blocking move takes most of the simulations (every other move loses).
+        chosen = visits[np.arange(len(best)), best]
+        assert (chosen > 0.5 * SIMULATIONS[name]).all(), visits
+    else:
+        # Gumbel MuZero's recommendation is out.action (argmax of g + logits + σ(q̂) among the considered actions).
+        np.testing.assert_array_equal(output.action, best)
+        assert (output.action_weights[np.arange(len(best)), best] > 0.9).all(), output.action_weights
+
+
+@pytest.mark.parametrize("name,algorithm", CASES)
+def test_search_policy_has_no_mass_on_illegal_actions(name, algorithm):
+    states, _, output, visits, _ = _search(name, algorithm)
+    illegal = ~states.legal_action_mask
+    assert illegal.any(axis=1).all()  # every position has occupied cells / a full column to test
+    np.testing.assert_array_equal(output.action_weights[illegal], 0.0)
+    np.testing.assert_array_equal(visits[illegal], 0.0)
+    np.testing.assert_allclose(output.action_weights.sum(axis=1), 1.0, rtol=1e-6)
