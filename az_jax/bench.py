@@ -13,8 +13,9 @@ What is measured (all over the same 1-D device mesh as training; per-device batc
       search   = one whole mctx search of [B_local] states,
       bookkeeping = search − (sims + 1)·network − sims·env step   (tree gathers/scatters, selection, backups),
       outside search = ply − search   (the move's own env step, replay write and outcome resolution, resets);
-    each part runs `inner_steps` times inside one jitted loop (each iteration depends on the previous one or on a
-    fresh key, so XLA cannot hoist it out) and is divided by `inner_steps`, which keeps dispatch overhead out;
+    each part runs several times inside one jitted loop (network and env step `inner_steps` times, the search
+    `inner_steps // 4`; each iteration depends on the previous one or on a fresh key, so XLA cannot hoist it out)
+    and is divided by that count, which keeps dispatch overhead out;
   * compile: lower + compile of `Trainer.iteration` on a fresh Trainer, then the wall time of its first three
     iterations; no recompile after the first call (jit cache size, and the number of XLA backend compilations
     during calls 2 and 3);
@@ -108,7 +109,7 @@ def peak_memory(devices) -> dict:
                       "memory stats", "bytes": int(rss)}
 
 
-def measure_peak_flops(mesh, repeats: int = 5) -> dict:
+def measure_peak_flops(mesh, repeats: int = 3) -> dict:
     """The machine's peak FLOP/s, measured: the best of `repeats` matmuls run on every device of `mesh` at once.
 
     CPU: float32 2048×2048 per device; GPU/TPU: bfloat16 8192×8192 per device. FLOPs = 2·n³ per device."""
@@ -203,14 +204,16 @@ def selfplay_split(trainer: Trainer, state: TrainState, ply_seconds: float, repe
     states = state.games.env
     net = median_time(network_loop(trainer, inner_steps), variables, states.observation, repeats=repeats)
     env = median_time(env_step_loop(trainer, inner_steps), states, repeats=repeats)
-    search = median_time(search_loop(trainer, inner_steps), variables, states, jax.random.key(1), repeats=repeats)
-    network_s, env_s, search_s = (t["seconds"] / inner_steps for t in (net, env, search))
+    search_steps = max(1, inner_steps // 4)  # a search is (sims + 1) forwards long: dispatch matters less
+    search = median_time(search_loop(trainer, search_steps), variables, states, jax.random.key(1), repeats=repeats)
+    network_s, env_s = net["seconds"] / inner_steps, env["seconds"] / inner_steps
+    search_s = search["seconds"] / search_steps
     parts = {"network": (sims + 1) * network_s, "env_step": sims * env_s}
     parts["bookkeeping"] = search_s - parts["network"] - parts["env_step"]
     parts["outside_search"] = ply_seconds - search_s
     return {
         "local_batch": trainer.config.selfplay_batch_size // trainer.num_devices,
-        "inner_steps": inner_steps,
+        "inner_steps": {"network": inner_steps, "env_step": inner_steps, "search": search_steps},
         "network_forward_seconds": network_s,
         "env_step_seconds": env_s,
         "search_seconds": search_s,
@@ -258,12 +261,13 @@ def compile_and_first_iterations(trainer: Trainer) -> tuple[dict, TrainState]:
     lowered.compile()
     t2 = time.perf_counter()
     state = trainer.init_state()
-    walls = []
+    cache_size = getattr(trainer.iteration, "_cache_size", lambda: None)  # jit's own count of cached signatures
+    walls, sizes = [], []
     for call in range(3):
         with CompileCounter() as counter:
             seconds, (state, _) = timed(trainer.iteration, state)  # donates the old state; only the new one is kept
         walls.append((seconds, counter.count))
-    cache_size = trainer.iteration._cache_size() if hasattr(trainer.iteration, "_cache_size") else None
+        sizes.append(cache_size())
     later_compiles = walls[1][1] + walls[2][1]
     figures = {
         "iteration_lower_seconds": t1 - t0,
@@ -275,21 +279,25 @@ def compile_and_first_iterations(trainer: Trainer) -> tuple[dict, TrainState]:
         "first_call_total_seconds": t2 - t0 + walls[0][0],
         "backend_compiles_in_first_call": walls[0][1],
         "backend_compiles_in_calls_2_and_3": later_compiles,
-        "jit_cache_size_after_3_calls": cache_size,
-        "no_recompile_after_first_iteration": later_compiles == 0 and cache_size in (1, None),
+        "jit_cache_size_after_each_call": sizes,
+        "jit_cache_size_after_3_calls": sizes[-1],
+        # A recompile is an XLA compilation; a new jit cache entry without one is a retrace whose lowering hit cache.
+        "no_recompile_after_first_iteration": later_compiles == 0,
+        "jit_cache_stays_at_one": sizes == [1, 1, 1],
         "note": "the ahead-of-time lower+compile fills the jit cache, so iteration 1's wall time excludes compilation "
-                "when backend_compiles_in_first_call is 0; iterations 1-3 start from an empty replay buffer, so "
-                "their gradient steps are skipped (lax.cond)",
+                "when backend_compiles_in_first_call is 0; iteration 1 starts from an empty replay buffer and skips "
+                "its gradient steps (lax.cond), later ones train once min_replay_size outcomes exist",
     }
     return figures, state
 
 
-def run_benchmark(config: Config, devices=None, repeats: int = 3, inner_steps: int = 8, max_fill_calls: int = 4,
+def run_benchmark(config: Config, devices=None, repeats: int = 3, inner_steps: int = 8, max_fill_calls: int = 2,
                   log: LogFn | None = None) -> dict:
     """Measures `config` on `devices` (default: all of the default backend's). Returns a JSON-ready dict.
 
-    repeats: timed calls per figure (the median is reported); inner_steps: loop length of the isolated network,
-    env-step and search timings; max_fill_calls: extra self-play calls allowed to give the learner enough outcomes.
+    repeats: timed calls per figure (the median is reported); inner_steps: loop length of the isolated network and
+    env-step timings (the search loop is a quarter of it); max_fill_calls: extra self-play calls allowed to give the
+    learner enough outcomes before the rest of the written rows are marked done.
     """
     mesh = make_mesh(devices)
     config.validate(mesh.size)
@@ -433,7 +441,8 @@ def format_table(result: dict) -> str:
         ("compile (lower+compile)", f"{comp['iteration_lower_plus_compile_seconds']:.1f} s"),
         ("iterations 1, 2, 3 wall", ", ".join(f"{comp[k]:.2f} s" for k in (
             "first_iteration_wall_seconds", "second_iteration_wall_seconds", "third_iteration_wall_seconds"))),
-        ("no recompile", str(comp["no_recompile_after_first_iteration"])),
+        ("no recompile (jit cache sizes)", f"{comp['no_recompile_after_first_iteration']} "
+                                          f"({', '.join(map(str, comp['jit_cache_size_after_each_call']))})"),
         ("FLOPs / evaluation", _si(fl["network_flops_per_evaluation"])),
         ("peak (measured)", _si(fl["peak_flops_per_second"], "FLOP/s")),
         ("MFU self-play / network / train",

@@ -134,18 +134,24 @@ class Trainer:
         step = functools.partial(learner.train_step, network=self.network, optimizer=self.optimizer,
                                  weight_decay=cfg.weight_decay, axis_name=DEVICE_AXIS)
         local_batch = cfg.batch_size // self.num_devices
-        zeros = {"loss": 0.0, "policy_loss": 0.0, "value_loss": 0.0, "l2": 0.0}
+        zeros = {"loss": jnp.float32(0), "policy_loss": jnp.float32(0), "value_loss": jnp.float32(0),
+                 "l2": jnp.float32(0)}
 
         def learn(carry, key):
-            params, batch_stats, opt_state = carry
+            # The step always runs and `ready` selects its result: a lax.cond would put the network's backward
+            # pass in a nested computation, which XLA:CPU runs ~25x slower (experiments/PERFORMANCE.md).
             batch = replay_lib.sample(buffer, key, local_batch)
-            params, batch_stats, opt_state, metrics = jax.lax.cond(
-                ready, lambda: step(params, batch_stats, opt_state, batch),
-                lambda: (params, batch_stats, opt_state, jax.tree.map(jnp.float32, zeros)))
-            return (params, batch_stats, opt_state), metrics
+            new = step(*carry, batch)
+            carry, metrics = jax.tree.map(lambda n, o: jnp.where(ready, n, o), (new[:3], new[3]), (carry, zeros))
+            return carry, metrics
 
+        # XLA:CPU runs the network's backward pass ~25x slower inside a rolled while loop than unrolled (measured:
+        # 8 grads of the 3x32 connect_four net, batch 256: 19.5 s rolled vs 0.75 s unrolled; experiments/
+        # PERFORMANCE.md), so on CPU the G steps are unrolled. Accelerators keep the rolled loop (faster compile).
+        unroll = cfg.train_steps_per_iteration if jax.default_backend() == "cpu" else 1
         (params, batch_stats, opt_state), metrics = jax.lax.scan(
-            learn, (params, batch_stats, opt_state), jax.random.split(learn_key, cfg.train_steps_per_iteration))
+            learn, (params, batch_stats, opt_state), jax.random.split(learn_key, cfg.train_steps_per_iteration),
+            unroll=unroll)
         return params, batch_stats, opt_state, ready, jax.tree.map(jnp.mean, metrics)
 
     def _local_iteration(self, state: TrainState) -> tuple[TrainState, dict]:

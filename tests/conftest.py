@@ -1,4 +1,4 @@
-"""Shared test set-up: two host CPU devices, and a tiny network whose outputs carry no information.
+"""Shared test set-up: two host CPU devices, and tiny networks (one whose outputs carry no information).
 
 `jax_num_cpu_devices` must be set before JAX initialises its backend, i.e. before anything calls `jax.devices()` or
 creates an array, so it is the first thing this file does (pytest imports conftest.py before any test module).
@@ -8,6 +8,7 @@ import jax
 jax.config.update("jax_num_cpu_devices", 2)
 
 import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from az_jax import networks  # noqa: E402
@@ -19,19 +20,44 @@ def tiny_network(num_actions: int, axis_name: str | None = None) -> networks.Alp
                                  axis_name=axis_name)
 
 
-def uninformative_model(env, rng_key):
+def tiny_variables(network, observation, seed: int = 0, zero: bool = False) -> dict:
+    """Variables for `network` on observations shaped like `observation` [B, ...], without running flax's init.
+
+    Flax's initialisers compile one threefry program per parameter shape (seconds each on CPU); these tests only need
+    some well-scaled parameters, so they are drawn with NumPy on the host: weights ~ N(0, 1/fan_in) (LeCun normal,
+    as flax's default), biases 0, batch-norm scale 1, running mean 0 and variance 1. `zero=True` makes every parameter
+    0 instead."""
+    shapes = jax.eval_shape(lambda: network.init(jax.random.key(0), observation, train=False))
+    rng = np.random.default_rng(seed)
+
+    def draw(path, leaf):
+        name = jax.tree_util.keystr(path)
+        if zero:
+            return jnp.zeros(leaf.shape, leaf.dtype)
+        if "kernel" in name:
+            fan_in = int(np.prod(leaf.shape[:-1]))
+            return jnp.asarray(rng.normal(0.0, fan_in ** -0.5, leaf.shape), leaf.dtype)
+        if "scale" in name or "var" in name:
+            return jnp.ones(leaf.shape, leaf.dtype)
+        return jnp.zeros(leaf.shape, leaf.dtype)
+
+    variables = jax.tree_util.tree_map_with_path(draw, shapes)
+    if zero:  # batch-norm running variance stays 1 (a variance of 0 is not a real state)
+        variables["batch_stats"] = jax.tree_util.tree_map_with_path(
+            lambda path, leaf: jnp.ones_like(leaf) if "var" in jax.tree_util.keystr(path) else leaf,
+            variables["batch_stats"])
+    return variables
+
+
+def uninformative_model(env):
     """(apply_fn, variables) for `env` whose every output is a uniform prior and value 0.
 
-    All parameters are zero: the convolutions output 0, batch norm (running mean 0, var 1, scale 0, bias 0) keeps it
-    0, so the policy logits are the Dense bias 0 (uniform softmax) and the value is tanh(0) = 0. A search with this
-    network can only find good moves by looking ahead in the real game. The key is consumed.
-    """
+    All parameters are zero: the convolutions output 0, batch norm (running mean 0, variance 1, scale 0, bias 0) keeps
+    it 0, so the policy logits are the Dense bias 0 (uniform softmax) and the value is tanh(0) = 0. A search with this
+    network can only find good moves by looking ahead in the real game."""
     net = tiny_network(env.num_actions)
-    obs = env.init(jax.random.key(0)).observation[None].astype(jnp.float32)
-    variables = net.init(rng_key, obs, train=False)
-    variables = {"params": jax.tree.map(jnp.zeros_like, variables["params"]),
-                 "batch_stats": variables["batch_stats"]}
-    return (lambda v, o: net.apply(v, o, train=False)), variables
+    obs = jnp.zeros((1, *env.observation_shape), jnp.float32)
+    return (lambda v, o: net.apply(v, o, train=False)), tiny_variables(net, obs, zero=True)
 
 
 @pytest.fixture(scope="session")

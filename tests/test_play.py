@@ -212,7 +212,8 @@ def test_chess_legal_moves_match_python_chess():
 
 def test_gardner_chess_against_pgx_fen():
     line = _line("gardner_chess", ["b2b3", "c4b3"])
-    assert [s._to_fen() for s in line] == ["rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1", "rnbqk/ppppp/1P3/P1PPP/RNBQK b - - 0 1",
+    assert [s._to_fen() for s in line] == ["rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1",
+                                           "rnbqk/ppppp/1P3/P1PPP/RNBQK b - - 0 1",
                                            "rnbqk/pp1pp/1p3/P1PPP/RNBQK w - - 0 2"]
 
 

@@ -3,11 +3,10 @@ from looking ahead in the real game.
 
 Positions are built by playing fixed action sequences from env.init. pgx picks at random which player id moves first;
 that changes nothing here since only the order of moves matters. One search per (game, algorithm) covers all of a
-game's positions in one batch, compiled once and shared by the tests below.
+game's positions in one batch.
 
 Tic-tac-toe actions are cells 0..8 row-major; connect four actions are columns 0..6.
 """
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -24,19 +23,19 @@ POSITIONS = {
         #   X X .
         #   O O .
         #   . . .
-        dict(moves=[0, 3, 1, 4], best=2, empty=[2, 5, 6, 7, 8]),
+        dict(moves=[0, 3, 1, 4], best=2, legal=[2, 5, 6, 7, 8]),
         # X: 0 8, O: 4 2. X cannot win at once; O threatens 6 (anti-diagonal 2-4-6): X must block at 6.
         #   X . O
         #   . O .
         #   . . X
-        dict(moves=[0, 4, 8, 2], best=6, empty=[1, 3, 5, 6, 7]),
+        dict(moves=[0, 4, 8, 2], best=6, legal=[1, 3, 5, 6, 7]),
     ],
     "connect_four": [
         # Column 6 filled first (6 alternating discs, no four), so it is illegal. Then A: 0 1 2, B: 0 1 2 on top.
         # A to move wins at 3 on the bottom row (B's row-1 threat at 3 comes too late).
-        dict(moves=[6] * 6 + [0, 0, 1, 1, 2, 2], best=3, empty=[0, 1, 2, 3, 4, 5]),
+        dict(moves=[6] * 6 + [0, 0, 1, 1, 2, 2], best=3, legal=[0, 1, 2, 3, 4, 5]),
         # Same but B to move with A threatening the bottom row at 3; B has no win of its own: B must block at 3.
-        dict(moves=[6] * 6 + [0, 0, 1, 1, 2], best=3, empty=[0, 1, 2, 3, 4, 5]),
+        dict(moves=[6] * 6 + [0, 0, 1, 1, 2], best=3, legal=[0, 1, 2, 3, 4, 5]),
     ],
 }
 SIMULATIONS = {"tic_tac_toe": 200, "connect_four": 400}
@@ -54,11 +53,11 @@ def _positions(env, name):
     return jax.tree.map(lambda *x: jnp.stack(x), *states)
 
 
-@functools.cache
 def _search(name: str, algorithm: str):
-    """Searches every position of `name` without noise; returns (states, apply_fn outputs, search output) as numpy."""
+    """Searches every position of `name` without noise; returns (states, network outputs, search output, root visit
+    counts, greedy actions) as numpy."""
     env, _ = envs.make_env(name)
-    apply_fn, variables = uninformative_model(env, jax.random.key(1))
+    apply_fn, variables = uninformative_model(env)
     states = _positions(env, name)
 
     @jax.jit
@@ -71,22 +70,18 @@ def _search(name: str, algorithm: str):
     return jax.tree.map(np.asarray, (states, *run(variables, jax.random.key(2), states)))
 
 
-CASES = [("tic_tac_toe", "puct"), ("connect_four", "puct"), ("tic_tac_toe", "gumbel")]
-
-
-@pytest.mark.parametrize("name", ["tic_tac_toe", "connect_four"])
-def test_positions_are_as_drawn_and_network_is_uninformative(name):
-    states, (logits, value), *_ = _search(name, "puct")
+# One test per search, so each is compiled once whatever pytest-xdist does.
+@pytest.mark.parametrize("name,algorithm", [("tic_tac_toe", "puct"), ("connect_four", "puct"),
+                                            ("tic_tac_toe", "gumbel")])
+def test_search_finds_the_win_and_blocks_the_opponents_win(name, algorithm):
+    states, (logits, value), output, visits, greedy = _search(name, algorithm)
+    # The positions are the ones drawn above, and the network has no opinion: uniform prior, value 0.
     for i, position in enumerate(POSITIONS[name]):
         assert not states.terminated[i]
-        np.testing.assert_array_equal(np.flatnonzero(states.legal_action_mask[i]), position["empty"])
-    np.testing.assert_array_equal(logits, 0.0)  # uniform prior
-    np.testing.assert_array_equal(value, 0.0)   # no opinion on who wins
+        np.testing.assert_array_equal(np.flatnonzero(states.legal_action_mask[i]), position["legal"])
+    np.testing.assert_array_equal(logits, 0.0)
+    np.testing.assert_array_equal(value, 0.0)
 
-
-@pytest.mark.parametrize("name,algorithm", CASES)
-def test_search_finds_the_win_and_blocks_the_opponents_win(name, algorithm):
-    states, _, output, visits, greedy = _search(name, algorithm)
     best = np.array([p["best"] for p in POSITIONS[name]])
     if algorithm == "puct":
         np.testing.assert_array_equal(greedy, best)
@@ -98,12 +93,33 @@ def test_search_finds_the_win_and_blocks_the_opponents_win(name, algorithm):
         np.testing.assert_array_equal(output.action, best)
         assert (output.action_weights[np.arange(len(best)), best] > 0.9).all(), output.action_weights
 
-
-@pytest.mark.parametrize("name,algorithm", CASES)
-def test_search_policy_has_no_mass_on_illegal_actions(name, algorithm):
-    states, _, output, visits, _ = _search(name, algorithm)
+    # The search policy (the training target π) puts no mass on illegal actions, and the root never visits them.
     illegal = ~states.legal_action_mask
-    assert illegal.any(axis=1).all()  # every position has occupied cells / a full column to test
+    assert illegal.any(axis=1).all()  # every position has occupied cells / a full column to test this on
     np.testing.assert_array_equal(output.action_weights[illegal], 0.0)
     np.testing.assert_array_equal(visits[illegal], 0.0)
     np.testing.assert_allclose(output.action_weights.sum(axis=1), 1.0, rtol=1e-6)
+
+
+def test_recurrent_fn_conventions():
+    # One expansion step from the tic-tac-toe position X: 0 1, O: 3 4 (X to move), with a stand-in network whose
+    # logits are [0, 1, ..., 8] and whose value is 0.7 everywhere.
+    env, _ = envs.make_env("tic_tac_toe")
+    apply_fn = lambda variables, obs: (jnp.tile(jnp.arange(9.0), (obs.shape[0], 1)), jnp.full(obs.shape[0], 0.7))
+    recurrent_fn = search.make_recurrent_fn(env, apply_fn)
+    position = jax.tree.map(lambda x: x[0], _positions(env, "tic_tac_toe"))
+    states = jax.tree.map(lambda x: jnp.stack([x, x]), position)
+    # Action 2 wins (completes the top row); action 5 blocks O and the game goes on.
+    out, _ = jax.jit(recurrent_fn)({}, jax.random.key(0), jnp.int32([2, 5]), states)
+    # The reward belongs to the player who just moved (X won: +1); a quiet move earns 0.
+    np.testing.assert_array_equal(out.reward, [1.0, 0.0])
+    # Discount −1 between plies (the next value is the opponent's), 0 once the game is over.
+    np.testing.assert_array_equal(out.discount, [0.0, -1.0])
+    # Nothing is backed up from beyond a terminal state: value 0 there, the network's 0.7 elsewhere.
+    np.testing.assert_allclose(out.value, [0.0, 0.7], rtol=1e-6)
+    # After X plays 5 the empty cells are 2, 6, 7, 8: their logits minus the max (8) stay, the rest get the lowest
+    # float so that softmax gives them exactly 0.
+    logits = np.asarray(out.prior_logits[1])
+    np.testing.assert_array_equal(logits[[2, 6, 7, 8]], [2.0 - 8, 6.0 - 8, 7.0 - 8, 0.0])
+    assert (logits[[0, 1, 3, 4, 5]] == np.finfo(np.float32).min).all()
+    np.testing.assert_array_equal(jax.nn.softmax(out.prior_logits[1])[np.array([0, 1, 3, 4, 5])], 0.0)

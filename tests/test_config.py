@@ -1,0 +1,118 @@
+"""The typed config: unknown keys and invalid values are rejected naming the key, overrides are coerced to the field's
+type, every game has presets that validate, and JSON round-trips."""
+import dataclasses
+
+import pytest
+
+import envs
+from az_jax.config import Config, ConfigError, from_json, override, preset
+
+
+def test_unknown_key_is_rejected_naming_it():
+    with pytest.raises(ConfigError, match="num_blokcs"):
+        override(Config(), ["num_blokcs=3"])
+    with pytest.raises(ConfigError, match="learning_rate'"):
+        override(Config(), {"learning_rate": 0.1})
+    with pytest.raises(ConfigError, match="no_such_key"):
+        from_json('{"no_such_key": 1}')
+
+
+@pytest.mark.parametrize("assignment,key", [
+    ("num_simulations=0", "num_simulations"),
+    ("num_blocks=-1", "num_blocks"),
+    ("dirichlet_fraction=1.5", "dirichlet_fraction"),
+    ("game=nope", "nope"),
+])
+def test_invalid_value_is_rejected_naming_the_key(assignment, key):
+    config = override(Config(), [assignment])  # parses; validate() judges the value
+    with pytest.raises(ConfigError, match=key):
+        config.validate()
+
+
+def test_batch_size_must_divide_over_the_devices():
+    config = dataclasses.replace(preset("tic_tac_toe"), batch_size=255)
+    config.validate(num_devices=1)  # fine on one device
+    with pytest.raises(ConfigError, match="batch_size=255"):
+        config.validate(num_devices=2)  # 255 = 2 · 127 + 1
+    dataclasses.replace(config, batch_size=256).validate(num_devices=2)
+
+
+def test_bad_literal_is_rejected_listing_the_choices():
+    with pytest.raises(ConfigError, match="search") as info:
+        override(Config(), ["search=foo"])
+    assert "puct" in str(info.value) and "gumbel" in str(info.value)
+    with pytest.raises(ConfigError, match="compute_dtype"):
+        override(Config(), ["compute_dtype=float16"])
+
+
+def test_bad_type_is_rejected_naming_the_key():
+    with pytest.raises(ConfigError, match="num_blocks"):
+        override(Config(), ["num_blocks=2.5"])
+    with pytest.raises(ConfigError, match="momentum"):
+        override(Config(), ["momentum=fast"])
+
+
+def test_learning_rates_and_boundaries_must_match_in_length():
+    # k boundaries split the steps into k + 1 pieces: 2 rates need exactly 1 boundary.
+    config = override(Config(), ["learning_rates=0.1,0.01", "lr_boundaries=100,200"])
+    with pytest.raises(ConfigError, match="learning_rates"):
+        config.validate()
+    override(config, ["lr_boundaries=100"]).validate()
+
+
+def test_overrides_are_coerced_to_the_field_type():
+    config = override(Config(), ["learning_rates=0.1,0.01", "num_blocks=3", "lr_boundaries=1000", "c_init=2",
+                                 "search=gumbel", "compute_dtype=bfloat16"])
+    assert config.learning_rates == (0.1, 0.01)
+    assert config.num_blocks == 3 and type(config.num_blocks) is int
+    assert config.lr_boundaries == (1000,) and type(config.lr_boundaries[0]) is int
+    assert config.c_init == 2.0 and type(config.c_init) is float
+    assert config.search == "gumbel" and config.compute_dtype == "bfloat16"
+    # The original is untouched (configs are frozen; override returns a new one).
+    assert Config().num_blocks == 19
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.num_blocks = 4
+
+
+def test_malformed_assignment_is_rejected():
+    with pytest.raises(ConfigError, match="key=value"):
+        override(Config(), ["num_blocks"])
+
+
+@pytest.mark.parametrize("game", list(envs.GAMES))
+@pytest.mark.parametrize("name", ["small", "paper"])
+def test_presets_exist_for_every_game_and_validate(game, name):
+    config = preset(game, name)
+    assert config.game == game
+    config.validate()
+    # Game-dependent values come from the registry when the config leaves them at their "use the game's" default.
+    assert config.root_dirichlet_alpha == envs.GAMES[game].dirichlet_alpha
+    assert config.sampling_moves == envs.GAMES[game].temperature_moves
+
+
+def test_paper_preset_has_the_papers_numbers():
+    config = preset("chess", "paper")
+    # AlphaZero: 800 simulations, batch 4096, 19 residual blocks of 256 filters, SGD momentum 0.9, c = 1e-4,
+    # learning rate 0.2 -> 0.02 -> 0.002 -> 0.0002, Dirichlet ε = 0.25 and α = 0.3 for chess.
+    assert (config.num_simulations, config.batch_size, config.num_blocks, config.num_channels) == (800, 4096, 19, 256)
+    assert (config.momentum, config.weight_decay, config.dirichlet_fraction) == (0.9, 1e-4, 0.25)
+    assert config.learning_rates == (0.2, 0.02, 0.002, 0.0002)
+    assert config.root_dirichlet_alpha == 0.3
+
+
+def test_unknown_preset_and_game_are_rejected():
+    with pytest.raises(ConfigError, match="huge"):
+        preset("chess", "huge")
+    with pytest.raises(ConfigError, match="nope"):
+        preset("nope")
+
+
+def test_json_round_trip():
+    config = override(preset("connect_four"), ["learning_rates=0.3,0.03,0.003", "lr_boundaries=10,20",
+                                               "search=gumbel", "seed=7"])
+    again = from_json(config.to_json())
+    assert again == config
+    assert isinstance(again.learning_rates, tuple) and isinstance(again.lr_boundaries, tuple)
+    assert from_json(Config().to_json()) == Config()
+    with pytest.raises(ConfigError, match="JSON"):
+        from_json("{not json")

@@ -1,0 +1,118 @@
+"""Data parallelism on the 2 host CPU devices conftest.py creates.
+
+(a) One train_step on a global batch split over 2 devices equals the same step on 1 device with the whole batch
+    (gradients pmean'd, batch norm synchronised over the axis), and leaves identical parameters on both devices.
+(b) The jitted, sharded training iteration compiles once, and keeps the replicated state identical across devices.
+"""
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import Mesh, PartitionSpec as P
+
+from az_jax import iteration, learner, replay
+from az_jax.config import Config, override, preset
+from conftest import tiny_network, tiny_variables
+
+AXIS = iteration.DEVICE_AXIS
+
+
+def _per_device(tree):
+    """[D, ...] numpy arrays, one row per device, from arrays whose leading axis is sharded one row per device."""
+    return jax.tree.map(lambda x: np.stack([np.asarray(s.data)[0] for s in x.addressable_shards]), tree)
+
+
+def _train_step_on(devices, params, batch_stats, opt_state, batch, network, optimizer):
+    """learner.train_step inside shard_map over `devices`: state replicated, batch split along its leading axis.
+    Every output gets a leading axis of one row per device (out_specs P("d")), so each device's copy comes back.
+
+    check_vma=False as at the library's device boundary (iteration.py). train_step relies on it: with check_vma=True,
+    JAX's autodiff already sums the gradients of the replicated parameters over the devices, and train_step's pmean
+    then leaves them D times the mean."""
+    mesh = Mesh(np.asarray(devices), (AXIS,))
+    step = functools.partial(learner.train_step, network=network, optimizer=optimizer, weight_decay=1e-4,
+                             axis_name=AXIS)
+
+    def local(params, batch_stats, opt_state, batch):
+        return jax.tree.map(lambda x: x[None], step(params, batch_stats, opt_state, batch))
+
+    fn = jax.shard_map(local, mesh=mesh, in_specs=(P(), P(), P(), P(AXIS)), out_specs=P(AXIS), check_vma=False)
+    return _per_device(jax.jit(fn)(params, batch_stats, opt_state, batch))
+
+
+def test_two_device_train_step_equals_one_device_step_on_the_whole_batch(two_devices):
+    k_obs, k_legal, k_pi, k_z = jax.random.split(jax.random.key(0), 4)
+    n, num_actions = 8, 9
+    legal = jax.random.bernoulli(k_legal, 0.6, (n, num_actions)).at[:, 0].set(True)
+    pi = jnp.where(legal, jax.random.uniform(k_pi, (n, num_actions)), 0.0)
+    batch = replay.Batch(observation=jax.random.bernoulli(k_obs, 0.4, (n, 3, 3, 2)),
+                         policy=pi / pi.sum(-1, keepdims=True), legal=legal,
+                         outcome=jnp.where(jax.random.bernoulli(k_z, 0.5, (n,)), 1.0, -1.0))
+    network = tiny_network(num_actions, axis_name=AXIS)     # batch norm statistics averaged over the device axis
+    variables = tiny_variables(tiny_network(num_actions), batch.observation.astype(jnp.float32))
+    config = dataclasses.replace(Config(), learning_rates=(0.1,), lr_boundaries=(), momentum=0.9)
+    optimizer = learner.make_optimizer(config)
+    args = (variables["params"], variables["batch_stats"], optimizer.init(variables["params"]), batch)
+
+    two = _train_step_on(two_devices, *args, network, optimizer)      # 4 positions per device
+    one = _train_step_on(two_devices[:1], *args, network, optimizer)  # all 8 on one device
+    two_params, two_stats, two_opt, two_metrics = two
+    one_params, one_stats, one_opt, one_metrics = one
+    # The two devices hold bitwise-identical results.
+    for leaf in jax.tree.leaves((two_params, two_stats, two_opt, two_metrics)):
+        np.testing.assert_array_equal(leaf[0], leaf[1])
+    # And they equal the single-device step on the whole batch, up to float reassociation.
+    tree_close = lambda a, b: jax.tree.map(lambda x, y: np.testing.assert_allclose(x[0], y[0], atol=1e-5, rtol=1e-5),
+                                           a, b)
+    tree_close(two_params, one_params)
+    tree_close(two_stats, one_stats)
+    tree_close(two_opt, one_opt)
+    tree_close(two_metrics, one_metrics)
+    # The step did something: parameters moved, and the running batch-norm averages left their init (mean 0).
+    moved = jax.tree.map(lambda new, old: np.abs(new[0] - np.asarray(old)).max(), two_params, variables["params"])
+    assert max(jax.tree.leaves(moved)) > 1e-3
+    assert max(np.abs(x[0]).max() for x in jax.tree.leaves(two_stats)) > 1e-3
+
+
+TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4", "selfplay_batch_size=8",
+        "selfplay_steps=3", "replay_capacity=256", "batch_size=16", "min_replay_size=1"]
+
+
+@pytest.fixture(scope="module")
+def trainer(two_devices):
+    config = override(preset("tic_tac_toe", "small"), TINY).validate(num_devices=2)
+    return iteration.Trainer(config, iteration.make_mesh(two_devices))
+
+
+def _replicas(array):
+    """Each device's copy of a replicated array, as numpy."""
+    return [np.asarray(shard.data) for shard in array.addressable_shards]
+
+
+def test_iteration_compiles_once_and_keeps_devices_in_step(trainer):
+    state = trainer.init_state()
+    initial_params = jax.tree.map(np.asarray, state.params)   # copied: the iteration donates its input
+    trained = 0
+    for call in range(1, 4):
+        state, metrics = trainer.iteration(state)
+        # The first call compiles; the second and third reuse it (same shapes, dtypes and shardings in and out).
+        assert trainer.iteration._cache_size() == 1, f"iteration recompiled on call {call}"
+        assert int(state.iteration) == call
+        assert int(metrics["selfplay/positions"]) == 8 * 3
+        trained += int(metrics["train/steps"])
+    # By the third call (9 plies) every first tic-tac-toe game has ended, so learning has started.
+    assert trained > 0
+    # Replicated state is bitwise identical on both devices.
+    for leaf in jax.tree.leaves((state.params, state.batch_stats, state.opt_state, state.key)):
+        copies = _replicas(leaf)
+        assert len(copies) == 2
+        np.testing.assert_array_equal(copies[0], copies[1])
+    # ... and it was trained, not just left at its initial value.
+    moved = jax.tree.map(lambda new, old: np.abs(np.asarray(new) - old).max(), state.params, initial_params)
+    assert max(jax.tree.leaves(moved)) > 0
+    # The devices played different games (keys folded with the device index): their replay shards differ.
+    shards = [np.asarray(s.data) for s in state.replay.policy.addressable_shards]
+    assert shards[0].shape == (128, 9) and not np.array_equal(shards[0], shards[1])
