@@ -88,6 +88,9 @@ class Config:
         for key in ["selfplay_batch_size", "batch_size", "replay_capacity", "eval_games"]:
             if getattr(self, key) % num_devices:
                 raise ConfigError(f"{key}={getattr(self, key)} is not divisible by the {num_devices} devices")
+        if self.min_replay_size > self.replay_capacity:
+            raise ConfigError(f"min_replay_size ({self.min_replay_size}) must not exceed replay_capacity "
+                              f"({self.replay_capacity}): learning would never start")
         if self.replay_capacity < self.batch_size:
             raise ConfigError(f"replay_capacity ({self.replay_capacity}) must be at least batch_size ({self.batch_size})")
         if self.replay_capacity < self.selfplay_batch_size * self.selfplay_steps:

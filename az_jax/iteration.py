@@ -183,7 +183,8 @@ class Trainer:
 
     def _shard(self, fn, in_specs, out_specs, donate_argnums=()):
         # check_vma=False: mctx's internal while_loops are not written for shard_map's varying-axis types. The
-        # replicated outputs are made identical by construction (pmean'd gradients, synchronised batch norm).
+        # replicated outputs are made identical by construction (pmean'd gradients, synchronised batch norm);
+        # learner.train_step's pmean relies on this mode (see its docstring).
         return jax.jit(jax.shard_map(fn, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False),
                        donate_argnums=donate_argnums)
 

@@ -50,7 +50,11 @@ def train_step(params, batch_stats, opt_state, batch: replay_lib.Batch, *, netwo
                optimizer: optax.GradientTransformation, weight_decay: float, axis_name: str | None):
     """One SGD step on this device's share of the global batch; gradients averaged over `axis_name`.
 
-    Returns (params, batch_stats, opt_state, metrics), identical on every device."""
+    Returns (params, batch_stats, opt_state, metrics), identical on every device.
+
+    Inside `jax.shard_map` this must run with `check_vma=False` (as az_jax.iteration does): there the gradient of
+    the replicated parameters is this device's own, and `pmean` averages it. With `check_vma=True` autodiff already
+    sums gradients of replicated values over the axis, and the `pmean` would leave D× the mean."""
     grads, (batch_stats, metrics) = jax.grad(loss_fn, has_aux=True)(params, batch_stats, network, batch,
                                                                     weight_decay)
     if axis_name is not None:

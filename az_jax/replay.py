@@ -50,7 +50,8 @@ def init(capacity: int, obs_shape: tuple[int, ...], obs_dtype, num_actions: int)
 def add(buffer: ReplayBuffer, ply_index: jax.Array, observation, policy, legal, player, episode) -> ReplayBuffer:
     """Writes one ply of B games (arrays [B, ...]) at rows (ply_index·B + b) mod N, outcome pending."""
     num_games = player.shape[0]
-    rows = (ply_index * num_games + jnp.arange(num_games)) % buffer.capacity
+    # (p·B) mod N computed as ((p mod N)·B) mod N, so a long run's ply counter cannot overflow int32.
+    rows = ((ply_index % buffer.capacity) * num_games + jnp.arange(num_games)) % buffer.capacity
     put = lambda field, value: field.at[rows].set(value)
     return buffer.replace(
         observation=put(buffer.observation, observation), policy=put(buffer.policy, policy),

@@ -11,7 +11,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from az_jax import networks  # noqa: E402
+from az_jax import networks, replay  # noqa: E402
 
 
 def tiny_network(num_actions: int, axis_name: str | None = None) -> networks.AlphaZeroNet:
@@ -58,6 +58,23 @@ def uninformative_model(env):
     net = tiny_network(env.num_actions)
     obs = jnp.zeros((1, *env.observation_shape), jnp.float32)
     return (lambda v, o: net.apply(v, o, train=False)), tiny_variables(net, obs, zero=True)
+
+
+def random_batch(rng: np.random.Generator, n: int, num_actions: int, one_hot_policy: bool = False) -> replay.Batch:
+    """n random tic-tac-toe-shaped training positions [n, 3, 3, 2], drawn with NumPy (no JAX programs to compile).
+
+    Each has a random legal mask (action 0 always legal), a policy target π on its legal actions (random weights, or
+    one-hot on a random legal action), and z = ±1."""
+    legal = rng.random((n, num_actions)) < 0.6
+    legal[:, 0] = True
+    if one_hot_policy:
+        chosen = [rng.choice(np.flatnonzero(row)) for row in legal]
+        policy = np.eye(num_actions)[chosen]
+    else:
+        policy = np.where(legal, rng.random((n, num_actions)), 0.0)
+        policy /= policy.sum(axis=1, keepdims=True)
+    return replay.Batch(observation=jnp.asarray(rng.random((n, 3, 3, 2)) < 0.35), policy=jnp.float32(policy),
+                        legal=jnp.asarray(legal), outcome=jnp.float32(rng.choice([-1.0, 1.0], n)))
 
 
 @pytest.fixture(scope="session")

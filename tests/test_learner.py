@@ -1,6 +1,7 @@
 """The learner: l = (z − v)² − πᵀ log p + c‖θ‖² checked by hand, the stepped learning-rate schedule, momentum, and a
 tiny overfitting run with a real threshold."""
 import dataclasses
+import functools
 import math
 
 import jax
@@ -10,7 +11,7 @@ import optax
 
 from az_jax import learner, replay
 from az_jax.config import Config
-from conftest import tiny_network, tiny_variables
+from conftest import random_batch, tiny_network, tiny_variables
 
 
 class FixedOutputNet:
@@ -91,29 +92,22 @@ def test_train_step_overfits_a_tiny_batch():
     # 16 random tic-tac-toe-shaped positions, each with a one-hot π on a random legal move and a random z = ±1, so a
     # perfect fit has loss ≈ 0 (plus L2). At the start the loss is ≈ (z − v)² ≈ 1 plus −log p ≈ ln(#legal) ≈ 1.7.
     # 30 SGD steps of the tiny real network must bring it under 0.25 (it reaches ≈ 0.02).
-    k_obs, k_legal, k_pi, k_z = jax.random.split(jax.random.key(0), 4)
-    n, num_actions = 16, 9
-    legal = jax.random.bernoulli(k_legal, 0.6, (n, num_actions)).at[:, 0].set(True)
-    target = jax.random.categorical(k_pi, jnp.where(legal, 0.0, -jnp.inf))                # a legal move per row
-    batch = replay.Batch(observation=jax.random.bernoulli(k_obs, 0.3, (n, 3, 3, 2)),
-                         policy=jax.nn.one_hot(target, num_actions), legal=legal,
-                         outcome=jnp.where(jax.random.bernoulli(k_z, 0.5, (n,)), 1.0, -1.0))
-    network = tiny_network(num_actions)
+    batch = random_batch(np.random.default_rng(0), n=16, num_actions=9, one_hot_policy=True)
+    network = tiny_network(9)
     variables = tiny_variables(network, batch.observation.astype(jnp.float32))
     config = dataclasses.replace(Config(), learning_rates=(0.1,), lr_boundaries=(), momentum=0.9)
     optimizer = learner.make_optimizer(config)
 
-    @jax.jit
-    def fit(params, batch_stats):
-        def step(carry, _):
-            params, batch_stats, opt_state = carry
-            params, batch_stats, opt_state, metrics = learner.train_step(
-                params, batch_stats, opt_state, batch, network=network, optimizer=optimizer, weight_decay=1e-4,
-                axis_name=None)
-            return (params, batch_stats, opt_state), metrics["loss"]
-        _, losses = jax.lax.scan(step, (params, batch_stats, optimizer.init(params)), length=30)
-        return losses
-
-    losses = np.asarray(fit(variables["params"], variables["batch_stats"]))
+    # One jitted step called from Python: XLA:CPU runs the backward pass far slower inside a rolled lax.scan
+    # (iteration.py unrolls its steps on CPU for the same reason).
+    step = jax.jit(functools.partial(learner.train_step, network=network, optimizer=optimizer, weight_decay=1e-4,
+                                     axis_name=None))
+    params, batch_stats = variables["params"], variables["batch_stats"]
+    opt_state = optimizer.init(params)
+    losses = []
+    for _ in range(30):
+        params, batch_stats, opt_state, metrics = step(params, batch_stats, opt_state, batch)
+        losses.append(float(metrics["loss"]))
+    losses = np.array(losses)
     assert np.isfinite(losses).all()
     assert losses[0] > 2.0 and losses[-1] < 0.25, losses

@@ -15,9 +15,10 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from az_jax import iteration, learner, replay
 from az_jax.config import Config, override, preset
-from conftest import tiny_network, tiny_variables
+from conftest import random_batch, tiny_network, tiny_variables
 
 AXIS = iteration.DEVICE_AXIS
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"  # jax._src.dispatch.BACKEND_COMPILE_EVENT
 
 
 def _per_device(tree):
@@ -44,13 +45,8 @@ def _train_step_on(devices, params, batch_stats, opt_state, batch, network, opti
 
 
 def test_two_device_train_step_equals_one_device_step_on_the_whole_batch(two_devices):
-    k_obs, k_legal, k_pi, k_z = jax.random.split(jax.random.key(0), 4)
-    n, num_actions = 8, 9
-    legal = jax.random.bernoulli(k_legal, 0.6, (n, num_actions)).at[:, 0].set(True)
-    pi = jnp.where(legal, jax.random.uniform(k_pi, (n, num_actions)), 0.0)
-    batch = replay.Batch(observation=jax.random.bernoulli(k_obs, 0.4, (n, 3, 3, 2)),
-                         policy=pi / pi.sum(-1, keepdims=True), legal=legal,
-                         outcome=jnp.where(jax.random.bernoulli(k_z, 0.5, (n,)), 1.0, -1.0))
+    num_actions = 9
+    batch = random_batch(np.random.default_rng(0), n=8, num_actions=num_actions)
     network = tiny_network(num_actions, axis_name=AXIS)     # batch norm statistics averaged over the device axis
     variables = tiny_variables(tiny_network(num_actions), batch.observation.astype(jnp.float32))
     config = dataclasses.replace(Config(), learning_rates=(0.1,), lr_boundaries=(), momentum=0.9)
@@ -74,16 +70,20 @@ def test_two_device_train_step_equals_one_device_step_on_the_whole_batch(two_dev
     # The step did something: parameters moved, and the running batch-norm averages left their init (mean 0).
     moved = jax.tree.map(lambda new, old: np.abs(new[0] - np.asarray(old)).max(), two_params, variables["params"])
     assert max(jax.tree.leaves(moved)) > 1e-3
-    assert max(np.abs(x[0]).max() for x in jax.tree.leaves(two_stats)) > 1e-3
+    means = [x[0] for path, x in jax.tree_util.tree_leaves_with_path(two_stats) if "mean" in jax.tree_util.keystr(path)]
+    assert len(means) == 5  # batch norms: stem, 2 in the residual block, policy head, value head
+    assert max(np.abs(m).max() for m in means) > 1e-3
 
 
 TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4", "selfplay_batch_size=8",
-        "selfplay_steps=3", "replay_capacity=256", "batch_size=16", "min_replay_size=1"]
+        "selfplay_steps=3", "replay_capacity=256", "batch_size=16", "min_replay_size=1",
+        "train_ratio=0.5"]  # G = max(1, round(0.5 · 8 · 3 / 16)) = 1 gradient step per iteration
 
 
 @pytest.fixture(scope="module")
 def trainer(two_devices):
     config = override(preset("tic_tac_toe", "small"), TINY).validate(num_devices=2)
+    assert config.train_steps_per_iteration == 1
     return iteration.Trainer(config, iteration.make_mesh(two_devices))
 
 
@@ -95,14 +95,25 @@ def _replicas(array):
 def test_iteration_compiles_once_and_keeps_devices_in_step(trainer):
     state = trainer.init_state()
     initial_params = jax.tree.map(np.asarray, state.params)   # copied: the iteration donates its input
+    compiles = []
+    record = lambda event, seconds, **kwargs: compiles.append(event) if event == BACKEND_COMPILE else None
+    jax.monitoring.register_event_duration_secs_listener(record)
     trained = 0
-    for call in range(1, 4):
-        state, metrics = trainer.iteration(state)
-        # The first call compiles; the second and third reuse it (same shapes, dtypes and shardings in and out).
-        assert trainer.iteration._cache_size() == 1, f"iteration recompiled on call {call}"
-        assert int(state.iteration) == call
-        assert int(metrics["selfplay/positions"]) == 8 * 3
-        trained += int(metrics["train/steps"])
+    try:
+        for call in range(1, 4):
+            compiles.clear()
+            state, metrics = trainer.iteration(state)
+            # The first call compiles; the second and third reuse it (same shapes, dtypes and shardings in and out).
+            assert trainer.iteration._cache_size() == 1, f"iteration retraced on call {call}"
+            if call == 1:
+                assert compiles  # the listener does see compilations
+            else:
+                assert not compiles, f"XLA compiled {len(compiles)} programs during call {call}"
+            assert int(state.iteration) == call
+            assert int(metrics["selfplay/positions"]) == 8 * 3
+            trained += int(metrics["train/steps"])
+    finally:
+        jax.monitoring.unregister_event_duration_listener(record)
     # By the third call (9 plies) every first tic-tac-toe game has ended, so learning has started.
     assert trained > 0
     # Replicated state is bitwise identical on both devices.
