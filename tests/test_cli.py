@@ -9,7 +9,7 @@ import pytest
 TINY = ["--set", "num_blocks=1", "--set", "num_channels=8", "--set", "value_hidden=8", "--set", "num_simulations=4",
         "--set", "selfplay_batch_size=8", "--set", "selfplay_steps=3", "--set", "replay_capacity=256",
         "--set", "batch_size=16", "--set", "min_replay_size=16", "--set", "eval_every=0",
-        "--set", "checkpoint_every=1", "--set", "num_iterations=2"]
+        "--set", "checkpoint_every=1", "--set", "train_ratio=0.5", "--set", "num_iterations=2"]
 
 
 def az(*args, timeout=300):

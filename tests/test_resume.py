@@ -8,7 +8,7 @@ from az_jax.loop import train_and_evaluate
 
 TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4", "selfplay_batch_size=8",
         "selfplay_steps=4", "replay_capacity=256", "batch_size=16", "min_replay_size=16", "eval_every=0",
-        "checkpoint_every=2", "keep_checkpoints=5"]
+        "checkpoint_every=2", "keep_checkpoints=5", "train_ratio=1"]
 
 
 def _config(iterations):
