@@ -175,6 +175,7 @@ class Trainer:
             "train/steps": jnp.where(ready, steps, 0),
             "train/positions_trained_per_generated": jnp.where(ready, steps * cfg.batch_size, 0)
             / cfg.positions_per_iteration,
+            "train/learning_rate": learner.current_learning_rate(cfg, opt_state),
             **{f"train/{k}": v for k, v in lm.items()},
         }
         new_state = TrainState(params=params, batch_stats=batch_stats, opt_state=opt_state, games=games,

@@ -14,7 +14,6 @@ from jax.sharding import PartitionSpec as P
 
 from az_jax import checkpoint as ckpt
 from az_jax import config as config_lib
-from az_jax import learner
 from az_jax.agent import greedy_search
 from az_jax.evaluation import arena
 from az_jax.iteration import DEVICE_AXIS, Trainer, TrainState, make_mesh
@@ -99,7 +98,6 @@ def train_and_evaluate(config: config_lib.Config, run_dir: str, *, progress: boo
                 "perf/positions_per_second": config.positions_per_iteration / seconds,
                 "perf/simulations_per_second": config.positions_per_iteration * config.num_simulations / seconds,
                 "perf/train_samples_per_second": metrics["train/steps"] * config.batch_size / seconds,
-                "train/learning_rate": float(learner.current_learning_rate(config, state.opt_state)),
             })
             if evaluator is not None and (done % config.eval_every == 0 or done == config.num_iterations):
                 t1 = time.perf_counter()
