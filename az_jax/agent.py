@@ -25,7 +25,8 @@ def greedy_search(apply_fn, env: pgx.Env, config: config_lib.Config, variables: 
     out = search_lib.run_search(
         apply_fn, env, variables, rng_key, states, num_simulations=num_simulations, algorithm=config.search,
         dirichlet_fraction=0.0, dirichlet_alpha=config.root_dirichlet_alpha, c_init=config.c_init,
-        c_base=config.c_base, max_num_considered_actions=config.max_num_considered_actions, gumbel_scale=0.0)
+        c_base=config.c_base, max_num_considered_actions=config.max_num_considered_actions, gumbel_scale=0.0,
+        symmetry_game=config.game if config.search_symmetries else None)
     return search_lib.greedy_action(out, states.legal_action_mask), out
 
 

@@ -192,7 +192,7 @@ def search_loop(trainer: Trainer, inner_steps: int):
                 num_simulations=params.num_simulations, algorithm=params.algorithm,
                 dirichlet_fraction=params.dirichlet_fraction, dirichlet_alpha=params.dirichlet_alpha,
                 c_init=params.c_init, c_base=params.c_base,
-                max_num_considered_actions=params.max_num_considered_actions)
+                max_num_considered_actions=params.max_num_considered_actions, symmetry_game=params.symmetry_game)
             return total + out.action
         return jax.lax.fori_loop(0, inner_steps, body, jnp.zeros(states.current_player.shape, jnp.int32))
     return _sharded(trainer, local, (P(), P(DEVICE_AXIS), P()), P(DEVICE_AXIS))

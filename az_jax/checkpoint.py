@@ -2,7 +2,8 @@
 
 A checkpoint has three items, so that an agent can load the network without the (large) replay buffer:
   model  — params and batch-norm averages
-  train  — optimizer state, games in progress, replay buffer, RNG key, iteration
+  train  — optimizer state, games in progress, replay buffer, RNG key, iteration (and, with AlphaGo Zero's switches,
+           the best player's weights and the resignation state)
   config — the resolved Config as JSON
 """
 import dataclasses
@@ -24,7 +25,7 @@ def checkpoint_dir(run_dir: str) -> str:
 
 def make_manager(run_dir: str, keep: int = 3, read_only: bool = False) -> ocp.CheckpointManager:
     # Readers (agents) open the manager without creating anything and never save, so nothing can be deleted.
-    options = ocp.CheckpointManagerOptions(max_to_keep=None if read_only else keep, create=not read_only)
+    options = ocp.CheckpointManagerOptions(max_to_keep=None if read_only or keep == 0 else keep, create=not read_only)
     return ocp.CheckpointManager(checkpoint_dir(run_dir), options=options, item_names=("model", "train", "config"))
 
 
@@ -32,6 +33,8 @@ def _split(state):
     model = {"params": state.params, "batch_stats": state.batch_stats}
     train = {"opt_state": state.opt_state, "games": state.games, "replay": state.replay, "key": state.key,
              "iteration": state.iteration}
+    # present only when their switch is on, so an alphazero checkpoint has exactly the items it always had
+    train.update({k: getattr(state, k) for k in ("best", "resign") if getattr(state, k) is not None})
     return model, train
 
 

@@ -8,7 +8,7 @@ import json
 import typing
 from typing import Any, Literal
 
-from envs import get_game
+from envs import GAMES, get_game
 
 
 class ConfigError(ValueError):
@@ -35,12 +35,16 @@ class Config:
     dirichlet_fraction: float = 0.25       # ε: P = (1 − ε) p + ε η at the root, self-play only (§2.4)
     temperature_moves: int = -1            # plies sampled ∝ visit counts, then greedy; -1 means the game's value
     max_num_considered_actions: int = 16   # Gumbel search only: actions kept by sequential halving
+    search_symmetries: bool = False        # AlphaGo Zero: each network evaluation in the search (root and leaves) sees
+                                           # its position under a random symmetry of the game (envs/symmetries.py)
     # --- self-play ---------------------------------------------------------------------------------------------------
     selfplay_batch_size: int = 1024        # B: games played in parallel (global, split over devices)
     selfplay_steps: int = 32               # S: plies each game advances per iteration
     # --- replay ------------------------------------------------------------------------------------------------------
     replay_capacity: int = 1_000_000       # positions kept (global, split over devices); oldest overwritten first
     min_replay_size: int = 4096            # completed positions in the buffer before learning starts
+    augment_symmetries: bool = False       # AlphaGo Zero: each sampled training position gets a random symmetry of
+                                           # the game (observation, policy target, legal mask; z unchanged)
     # --- learning (§2.1, §2.5, §3.5) ---------------------------------------------------------------------------------
     batch_size: int = 4096                 # global minibatch (paper: 4096)
     train_ratio: float = 1.0               # positions trained on per position generated (sets G, logged)
@@ -50,10 +54,36 @@ class Config:
     weight_decay: float = 1e-4             # c in l = (z − v)² − πᵀ log p + c‖θ‖²
     # --- host loop ---------------------------------------------------------------------------------------------------
     checkpoint_every: int = 10             # iterations between checkpoints
-    keep_checkpoints: int = 3              # the last K checkpoints are kept
+    keep_checkpoints: int = 3              # the last K checkpoints are kept (0: all, for an Elo ladder over the run)
     eval_every: int = 10                   # iterations between evaluations against uniform random (0: never)
     eval_games: int = 200                  # games per evaluation, colours alternating
     eval_simulations: int = 0              # simulations per move when evaluating; 0 means num_simulations
+    eval_opponents: tuple[str, ...] = ("random",)  # fixed baselines of those evaluations: JAX player specs of
+                                           # az_jax/evaluation/players.py (random, mcts:sims=N, run:DIR@STEP),
+                                           # ';'-separated on the command line; logged as eval/vs_<name>_score
+    # --- AlphaGo Zero vs AlphaZero (paper-spec.md §2, §4) ------------------------------------------------------------
+    # `variant` names the algorithm; given to override() (or `--set`, or a preset) it sets gating, resign,
+    # augment_symmetries and search_symmetries to its values (VARIANTS), and any of those four given in the same
+    # override wins over it. Each switch also works alone, e.g. alphazero + gating for an ablation. Temperature is no
+    # switch: both variants play τ = 1 for `temperature_moves` plies then τ → 0 (AGZ §2.4: 30; the AZ papers give no
+    # cut-off and keep AGZ's, so the game's value from envs/ serves both).
+    variant: Literal["alphazero", "alphago_zero"] = "alphazero"
+    gating: bool = False                   # AGZ §2.6: self-play uses the best player so far; every gating interval the
+                                           # latest weights play it and replace it only when they score > threshold
+    gating_every: int = 0                  # iterations between gating matches; 0 means checkpoint_every (AGZ: each
+                                           # checkpoint, i.e. every 1,000 training steps, is evaluated)
+    gating_games: int = 400                # games per gating match, random openings paired, colours swapped (AGZ: 400)
+    gating_simulations: int = 0            # simulations per move in gating games, greedy by visits, no noise; 0 means
+                                           # num_simulations (AGZ: 1,600, its self-play budget)
+    gating_threshold: float = 0.55         # the candidate replaces the best when its score (wins + draws/2) / games is
+                                           # above this (AGZ: "wins by a margin of > 55%"; Go has no draws)
+    resign: bool = False                   # AGZ §2.3–§2.4: resign when root and best-child values < v_resign
+                                           # (az_jax/resign.py); v_resign calibrated on played-out games
+    v_resign_init: float = -0.8            # v_resign before the first calibration. NOT IN THE PAPERS; -0.8 is AlphaGo's
+                                           # resignation value (max Q < -0.8, i.e. < 10% win probability, §1.9)
+    resign_disabled_fraction: float = 0.1  # games played out with resignation off to measure false positives (AGZ: 10%)
+    resign_target_false_positive: float = 0.05  # v_resign is set to keep the false-positive rate at most this (AGZ: 5%)
+    resign_calibration_games: int = 200    # played-out games between re-settings of v_resign. NOT IN THE PAPERS
 
     # ---------------------------------------------------------------------------------------------------------------
     def validate(self, num_devices: int = 1) -> "Config":
@@ -61,11 +91,11 @@ class Config:
         get_game_or_error(self.game)
         positive = ["num_iterations", "num_blocks", "num_channels", "value_hidden", "num_simulations",
                     "selfplay_batch_size", "selfplay_steps", "replay_capacity", "batch_size", "checkpoint_every",
-                    "keep_checkpoints", "eval_games", "max_num_considered_actions"]
+                    "eval_games", "max_num_considered_actions"]
         for key in positive:
             if getattr(self, key) <= 0:
                 raise ConfigError(f"{key} must be a positive integer, got {getattr(self, key)}")
-        for key in ["min_replay_size", "eval_every", "eval_simulations", "dirichlet_alpha"]:
+        for key in ["min_replay_size", "eval_every", "eval_simulations", "dirichlet_alpha", "keep_checkpoints"]:
             if getattr(self, key) < 0:
                 raise ConfigError(f"{key} must be >= 0, got {getattr(self, key)}")
         if not 0.0 <= self.dirichlet_fraction <= 1.0:
@@ -88,6 +118,15 @@ class Config:
         for key in ["selfplay_batch_size", "batch_size", "replay_capacity", "eval_games"]:
             if getattr(self, key) % num_devices:
                 raise ConfigError(f"{key}={getattr(self, key)} is not divisible by the {num_devices} devices")
+        for key in ["augment_symmetries", "search_symmetries"]:
+            if getattr(self, key) and not get_game(self.game).symmetries:
+                raise ConfigError(f"{key} needs a game with board symmetries; {self.game} declares none "
+                                  f"(games with some: {', '.join(g for g, s in GAMES.items() if s.symmetries)})")
+        self._validate_variant(num_devices)
+        for spec in self.eval_opponents:
+            if spec.split(":")[0] not in ("random", "mcts", "run"):
+                raise ConfigError(f"eval_opponents: {spec!r} is not a player that runs inside training; use random, "
+                                  f"mcts:sims=N or run:DIR@STEP (engines: `az-jax eval`)")
         if self.min_replay_size > self.replay_capacity:
             raise ConfigError(f"min_replay_size ({self.min_replay_size}) must not exceed replay_capacity "
                               f"({self.replay_capacity}): learning would never start")
@@ -97,6 +136,29 @@ class Config:
             raise ConfigError(f"replay_capacity ({self.replay_capacity}) must hold one iteration of self-play "
                               f"(selfplay_batch_size × selfplay_steps = {self.selfplay_batch_size * self.selfplay_steps})")
         return self
+
+    def _validate_variant(self, num_devices: int) -> None:
+        """The AlphaGo Zero switches' parameters (checked whether or not the switch is on, so that turning it on
+        later cannot fail)."""
+        if self.gating_every < 0 or self.gating_simulations < 0:
+            raise ConfigError(f"gating_every and gating_simulations must be >= 0 (0: checkpoint_every / "
+                              f"num_simulations), got {self.gating_every} and {self.gating_simulations}")
+        if self.gating_games <= 0 or self.gating_games % (2 * num_devices):
+            raise ConfigError(f"gating_games={self.gating_games} must be a positive multiple of 2 × the {num_devices} "
+                              f"devices (each device plays whole pairs of games with colours swapped)")
+        if not 0.5 <= self.gating_threshold < 1.0:
+            raise ConfigError(f"gating_threshold must be in [0.5, 1), got {self.gating_threshold}")
+        if not 0.0 < self.resign_disabled_fraction < 1.0:
+            raise ConfigError(f"resign_disabled_fraction must be in (0, 1): the played-out games calibrate v_resign, "
+                              f"got {self.resign_disabled_fraction}")
+        if not 0.0 < self.resign_target_false_positive < 1.0:
+            raise ConfigError(f"resign_target_false_positive must be in (0, 1), got "
+                              f"{self.resign_target_false_positive}")
+        if not -1.0 <= self.v_resign_init <= 1.0:
+            raise ConfigError(f"v_resign_init must be in [-1, 1] (values are), got {self.v_resign_init}")
+        if self.resign_calibration_games <= 0:
+            raise ConfigError(f"resign_calibration_games must be a positive integer, got "
+                              f"{self.resign_calibration_games}")
 
     # --- values derived from the config and the game -------------------------------------------------------------
     @property
@@ -114,6 +176,15 @@ class Config:
         return max(1, round(self.train_ratio * generated / self.batch_size))
 
     @property
+    def gating_interval(self) -> int:
+        return self.gating_every or self.checkpoint_every
+
+    @property
+    def switches(self) -> dict[str, bool]:
+        """The effective AlphaGo Zero switches, {name: on}."""
+        return {key: getattr(self, key) for key in VARIANT_SWITCHES}
+
+    @property
     def positions_per_iteration(self) -> int:
         return self.selfplay_batch_size * self.selfplay_steps
 
@@ -128,12 +199,27 @@ def get_game_or_error(name: str):
         raise ConfigError(str(e)) from None
 
 
+# What each variant sets (paper-spec.md §4, items 2, 3, 17). Symmetries only where the game's rules have some
+# (envs/registry.py), so `variant=alphago_zero` works for chess too (it then has none, as AlphaZero's chess).
+VARIANT_SWITCHES = ("gating", "resign", "augment_symmetries", "search_symmetries")
+
+
+def variant_switches(variant: str, game: str) -> dict[str, bool]:
+    """The switch values `variant` stands for on `game`."""
+    if variant == "alphazero":      # one network, always the latest weights, no augmentation, no resignation
+        return dict.fromkeys(VARIANT_SWITCHES, False)
+    if variant == "alphago_zero":
+        symmetric = bool(get_game_or_error(game).symmetries)
+        return {"gating": True, "resign": True, "augment_symmetries": symmetric, "search_symmetries": symmetric}
+    raise ConfigError(f"variant must be one of alphazero, alphago_zero, got {variant!r}")
+
+
 FIELDS = {f.name: f for f in dataclasses.fields(Config)}
 _HINTS = typing.get_type_hints(Config)
 
 # Keys that may change when a run is resumed; everything else is fixed by the checkpointed state's shapes or meaning.
 RESUMABLE_KEYS = frozenset({"num_iterations", "checkpoint_every", "keep_checkpoints", "eval_every", "eval_games",
-                            "eval_simulations"})
+                            "eval_simulations", "eval_opponents"})
 
 
 def _coerce(key: str, raw: Any) -> Any:
@@ -148,7 +234,9 @@ def _coerce(key: str, raw: Any) -> Any:
             return raw
         if origin is tuple:
             elem = typing.get_args(hint)[0]
-            items = raw if isinstance(raw, (list, tuple)) else [x for x in str(raw).strip("()[] ").split(",") if x]
+            separator = ";" if elem is str else ","  # player specs contain commas (mcts:sims=200,c=1)
+            items = raw if isinstance(raw, (list, tuple)) else [
+                x.strip() for x in str(raw).strip("()[] ").split(separator) if x.strip()]
             return tuple(elem(float(x)) if elem is int and float(x).is_integer() else elem(x) for x in items)
         if hint is bool:
             if isinstance(raw, bool):
@@ -179,7 +267,12 @@ def override(config: Config, assignments: list[str] | dict[str, Any]) -> Config:
     for key, raw in items:
         if key not in FIELDS:
             raise ConfigError(f"unknown config key {key!r}; known keys: {', '.join(FIELDS)}")
-        changes[key] = _coerce(key, raw)
+        value = _coerce(key, raw)
+        if key in ("variant", *VARIANT_SWITCHES) and changes.get(key, value) != value:
+            raise ConfigError(f"{key} is given twice with contradictory values: {changes[key]!r} and {value!r}")
+        changes[key] = value
+    if "variant" in changes:  # the variant's switch values, then the switches given explicitly alongside it
+        changes = {**variant_switches(changes["variant"], changes.get("game", config.game)), **changes}
     return dataclasses.replace(config, **changes)
 
 
@@ -201,7 +294,7 @@ def from_json(text: str) -> Config:
 
 
 # --- presets ---------------------------------------------------------------------------------------------------------
-PRESETS = ("small", "paper")
+PRESETS = ("small", "paper", "alphago_zero", "small_agz")
 
 
 def _paper(game: str) -> Config:
@@ -222,20 +315,70 @@ def _small(game: str) -> Config:
                 # The paper's 0.2 is for minibatches of 4096; scaled linearly to 256 it is 0.0125. Measured on
                 # connect_four (fixed buffer, 64 steps): value loss 0.17 at 0.02, stuck at 1.0 at 0.1 and 0.5.
                 batch_size=256, train_ratio=2.0, learning_rates=(0.02, 0.002), lr_boundaries=(5000,),
-                checkpoint_every=5, eval_every=5, eval_games=200, eval_simulations=32, num_iterations=60)
+                checkpoint_every=5, eval_every=5, eval_games=200, eval_simulations=32, num_iterations=60,
+                # every checkpoint is kept (~2 MB each at this scale) so `az-jax ladder` can rate the whole run
+                keep_checkpoints=0)
     per_game = {
         # 4 positions trained per position generated: with 1 the net saw too few gradient steps in 40 iterations
         # to stop losing to a perfect player as second mover (measured: 67 of 200 games lost; with 4: none).
         "tic_tac_toe": dict(num_simulations=32, selfplay_batch_size=128, selfplay_steps=9, num_iterations=40,
                             train_ratio=4.0, learning_rates=(0.1, 0.01), lr_boundaries=(3000,)),
-        "connect_four": dict(num_blocks=3, num_channels=32, num_iterations=50, eval_every=10),
+        "connect_four": dict(num_blocks=3, num_channels=32, num_iterations=50, eval_every=10,
+                             eval_opponents=("random", "mcts:sims=100")),
         "go_9x9": dict(num_blocks=4, num_channels=32, selfplay_steps=16, num_iterations=100),
     }
     return dataclasses.replace(Config(), **{**base, **per_game.get(game, {})})
+
+
+def _alphago_zero(game: str) -> Config:
+    """AlphaGo Zero's 20-block run (paper-spec.md §2.2–§2.6), with the AlphaGo Zero switches on (variant)."""
+    config = dataclasses.replace(
+        _paper(game),
+        # 20 blocks = the stem's conv block + 19 residual blocks, 256 filters (§2.2)
+        num_blocks=19, num_channels=256, value_hidden=256,
+        # 1,600 simulations per move in self-play and in gating games (§2.4, §2.6). AGZ's c_puct is NOT IN THE
+        # PAPERS (tuned by Gaussian-process optimisation); we keep AlphaZero's C(s) (c_init, c_base), which is nearly
+        # constant over a search of 1,600 simulations.
+        num_simulations=1600, gating_simulations=1600,
+        # Dirichlet ε = 0.25 (§2.4); α: the game's (envs/registry.py; 0.03 for 19×19 Go, as AGZ).
+        dirichlet_fraction=0.25,
+        # τ = 1 for the first 30 moves, then τ → 0 (§2.4)
+        temperature_moves=30,
+        # 64 workers × 32 = minibatch 2,048; SGD momentum 0.9; c = 1e-4; learning rate 1e-2 → 1e-3 after 400k steps →
+        # 1e-4 after 600k steps (ED Table 3, RL column); the 20-block run took 700k steps (§2.9).
+        batch_size=2048, momentum=0.9, weight_decay=1e-4, learning_rates=(1e-2, 1e-3, 1e-4),
+        lr_boundaries=(400_000, 600_000),
+        # One iteration = 1,024 games × 32 plies = 32,768 positions, and G = round(1.25 × 32,768 / 2,048) = 20 steps
+        # (positions trained per position generated: NOT IN THE PAPERS; AGZ's 700k × 2,048 samples over 4.9M games
+        # of some 200 moves is ≈ 1.4 [derived, the mean game length is not stated]). So 700k steps = 35,000
+        # iterations, and "a checkpoint every 1,000 training steps" is every 50 iterations (§2.5), each one gated.
+        selfplay_batch_size=1024, selfplay_steps=32, train_ratio=1.25, num_iterations=35_000, checkpoint_every=50,
+        # The window is "the most recent 500,000 games" (§2.5) ≈ 10^8 positions at ~200 moves per game (mean length
+        # NOT IN THE PAPERS): ~800 GB for 19×19 Go at ~8 KB a position, so on device we keep 1M positions (~8 GB),
+        # the last ≈ 5,000 games. A replay window in positions is the choice of this implementation.
+        replay_capacity=1_000_000, min_replay_size=65_536,
+        # Gating: 400 games, greedy, > 55% to replace the best player (§2.6), at every checkpoint.
+        gating_games=400, gating_threshold=0.55, gating_every=0,
+        # Resignation: 10% of games played out, false positives kept below 5% (§2.4). The initial v_resign and how
+        # often it is re-set are NOT IN THE PAPERS: -0.8 (AlphaGo's resignation value) and every 500 played-out
+        # games (≈ 2 iterations here, at ~200 moves per game).
+        resign_disabled_fraction=0.1, resign_target_false_positive=0.05, v_resign_init=-0.8,
+        resign_calibration_games=500)
+    return override(config, ["variant=alphago_zero"])
+
+
+def _small_agz(game: str) -> Config:
+    """The `small` preset with the AlphaGo Zero switches on, for CPU (connect_four, go_9x9 in minutes). Not in the
+    papers: gating matches of 64 games with the self-play budget, every 5 iterations (each checkpoint), v_resign
+    re-set every 20 played-out games (about every 2–3 iterations of connect_four at 128 games × 16 plies)."""
+    config = dataclasses.replace(_small(game), gating_games=64, gating_simulations=0, gating_threshold=0.55,
+                                 resign_disabled_fraction=0.1, resign_target_false_positive=0.05,
+                                 resign_calibration_games=20)
+    return override(config, ["variant=alphago_zero"])
 
 
 def preset(game: str, name: str = "small") -> Config:
     get_game_or_error(game)
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
-    return _paper(game) if name == "paper" else _small(game)
+    return {"small": _small, "paper": _paper, "alphago_zero": _alphago_zero, "small_agz": _small_agz}[name](game)

@@ -19,9 +19,11 @@ import pgx
 from flax import struct
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from az_jax import gating as gating_lib
 from az_jax import learner
 from az_jax import networks
 from az_jax import replay as replay_lib
+from az_jax import resign as resign_lib
 from az_jax import selfplay
 from az_jax.config import Config
 from envs import make_env
@@ -38,12 +40,15 @@ class TrainState:
     replay: replay_lib.ReplayBuffer  # [N, ...] replay buffer (sharded over devices)
     key: jax.Array                   # [2] uint32 raw key data of the run's key (replicated)
     iteration: jax.Array             # [] int32 iterations completed (replicated)
+    best: gating_lib.BestPlayer | None = None       # AlphaGo Zero gating: the self-play weights (replicated)
+    resign: resign_lib.ResignState | None = None    # AlphaGo Zero resignation: v_resign and its counts (replicated)
 
 
 def state_partition_specs() -> TrainState:
-    """PartitionSpec prefix tree of TrainState: what is replicated and what is split over the device axis."""
+    """PartitionSpec prefix tree of TrainState: what is replicated and what is split over the device axis. (`best`
+    and `resign` are None when their switch is off; a prefix leaf over None covers nothing.)"""
     return TrainState(params=P(), batch_stats=P(), opt_state=P(), games=P(DEVICE_AXIS), replay=P(DEVICE_AXIS),
-                      key=P(), iteration=P())
+                      key=P(), iteration=P(), best=P(), resign=P())
 
 
 def make_mesh(devices=None) -> Mesh:
@@ -93,19 +98,38 @@ class Trainer:
         return self.acting_network.init(rng_key, obs, train=False)
 
     def init_state(self) -> TrainState:
-        """The initial TrainState from config.seed, placed on the mesh."""
+        """The initial TrainState from config.seed, created on the mesh: each device computes only its own shards.
+
+        Built inside jit with out_shardings rather than built on one device and `device_put`: with several processes
+        the mesh has devices no single process can write to, and the replay buffer may not fit on one device."""
+        # Build the env outside the trace: pgx creates module-level arrays when a game module is first imported.
+        assert self.env is not None
+        return self._init_state_jit()
+
+    @functools.cached_property
+    def _init_state_jit(self):
+        return jax.jit(self._initial_state, out_shardings=self.shardings)
+
+    def _initial_state(self, seed=None) -> TrainState:
+        """`seed` (an int, or a traced int32 scalar) replaces config.seed: az_jax/population.py vmaps this over the
+        seeds of a population's members."""
         cfg = self.config
-        root = jax.random.key(cfg.seed)
+        root = jax.random.key(cfg.seed if seed is None else seed)
         net_key, games_key, run_key = jax.random.split(root, 3)
         variables = self.init_variables(net_key)
         obs_dtype = self.env.init(jax.random.key(0)).observation.dtype
         state = TrainState(
             params=variables["params"], batch_stats=variables["batch_stats"],
             opt_state=self.optimizer.init(variables["params"]),
-            games=selfplay.init(self.env, games_key, cfg.selfplay_batch_size),
+            games=selfplay.init(self.env, games_key, cfg.selfplay_batch_size,
+                                cfg.resign_disabled_fraction if cfg.resign else None),
             replay=replay_lib.init(cfg.replay_capacity, self.env.observation_shape, obs_dtype, self.env.num_actions),
-            key=jax.random.key_data(run_key), iteration=jnp.int32(0))
-        return jax.device_put(state, self.shardings)
+            key=jax.random.key_data(run_key), iteration=jnp.int32(0),
+            # the first best player is the initial network (a copy: jit returns distinct buffers)
+            best=gating_lib.BestPlayer(params=variables["params"], batch_stats=variables["batch_stats"],
+                                       iteration=jnp.int32(0)) if cfg.gating else None,
+            resign=resign_lib.init_state(cfg.v_resign_init) if cfg.resign else None)
+        return state
 
     def abstract_state(self) -> TrainState:
         """Shapes, dtypes and shardings of the TrainState, without allocating it (for checkpoint restore)."""
@@ -118,12 +142,14 @@ class Trainer:
 
     # --- the iteration ---------------------------------------------------------------------------------------------
     def _local_selfplay(self, state: TrainState, selfplay_key: jax.Array):
-        """Self-play on one device's shard: S plies of its B/D games, written into its N/D replay rows."""
-        variables = {"params": state.params, "batch_stats": state.batch_stats}
+        """Self-play on one device's shard: S plies of its B/D games, written into its N/D replay rows. With gating
+        the best player's weights play, else the latest."""
+        variables = ({"params": state.params, "batch_stats": state.batch_stats} if state.best is None
+                     else state.best.variables)
         return selfplay.play(
             self.env, self.apply_fn, selfplay.SelfPlayParams.from_config(self.config), variables, state.games,
             state.replay, selfplay_key, first_ply=state.iteration * self.config.selfplay_steps,
-            num_plies=self.config.selfplay_steps)
+            num_plies=self.config.selfplay_steps, v_resign=None if state.resign is None else state.resign.v_resign)
 
     def _local_learn(self, params, batch_stats, opt_state, buffer: replay_lib.ReplayBuffer, learn_key: jax.Array):
         """G gradient steps on minibatches sampled from every device's replay shard, once enough outcomes exist."""
@@ -140,7 +166,8 @@ class Trainer:
         def learn(carry, key):
             # The step always runs and `ready` selects its result: a lax.cond would put the network's backward
             # pass in a nested computation, which XLA:CPU runs ~25x slower (experiments/PERFORMANCE.md).
-            batch = replay_lib.sample(buffer, key, local_batch)
+            batch = replay_lib.sample(buffer, key, local_batch,
+                                      symmetry_game=cfg.game if cfg.augment_symmetries else None)
             new = step(*carry, batch)
             carry, metrics = jax.tree.map(lambda n, o: jnp.where(ready, n, o), (new[:3], new[3]), (carry, zeros))
             return carry, metrics
@@ -178,8 +205,15 @@ class Trainer:
             "train/learning_rate": learner.current_learning_rate(cfg, opt_state),
             **{f"train/{k}": v for k, v in lm.items()},
         }
+        resign = state.resign
+        if resign is not None:  # v_resign is re-set on device from the played-out games of every device
+            resign, resign_metrics = resign_lib.update(resign, sp["resign_counts"],
+                                                       target=cfg.resign_target_false_positive,
+                                                       calibration_games=cfg.resign_calibration_games)
+            metrics.update(resign_metrics, **{"resign/resigned_fraction": sp["resigned"] / games_done})
         new_state = TrainState(params=params, batch_stats=batch_stats, opt_state=opt_state, games=games,
-                               replay=buffer, key=jax.random.key_data(run_key), iteration=state.iteration + 1)
+                               replay=buffer, key=jax.random.key_data(run_key), iteration=state.iteration + 1,
+                               best=state.best, resign=resign)
         return new_state, metrics
 
     def _shard(self, fn, in_specs, out_specs, donate_argnums=()):
@@ -205,6 +239,27 @@ class Trainer:
             key = jax.random.fold_in(key, jax.lax.axis_index(DEVICE_AXIS))
             return self._local_learn(state.params, state.batch_stats, state.opt_state, state.replay, key)
         return self._shard(fn, (state_partition_specs(), P()), (P(), P(), P(), P(), P()))
+
+    @functools.cached_property
+    def gate(self):
+        """(params, batch_stats, best, iteration, key) -> (best, metrics): one gating match of the latest weights
+        (`params`, `batch_stats` of iteration `iteration`) against `best`, split over the mesh (az_jax/gating.py).
+        The input `best` is donated."""
+        from az_jax.agent import greedy_search
+        from az_jax.evaluation.evaluate import default_opening_plies
+        from envs import get_game
+        cfg = self.config
+        sims = cfg.gating_simulations or cfg.num_simulations
+        player_fn = lambda variables: lambda states, key: greedy_search(self.apply_fn, self.env, cfg, variables, key,
+                                                                         states, sims)[0]
+
+        def fn(params, batch_stats, best, iteration, key):
+            key = jax.random.fold_in(key, jax.lax.axis_index(DEVICE_AXIS))
+            return gating_lib.gate(
+                self.env, player_fn, {"params": params, "batch_stats": batch_stats}, best, iteration, key,
+                num_games=cfg.gating_games // self.num_devices, max_length=get_game(cfg.game).max_length,
+                opening_plies=default_opening_plies(cfg.game), threshold=cfg.gating_threshold, axis_name=DEVICE_AXIS)
+        return self._shard(fn, (P(), P(), P(), P(), P()), (P(), P()), donate_argnums=2)
 
     @functools.cached_property
     def iteration(self):

@@ -14,6 +14,7 @@ from jax.sharding import PartitionSpec as P
 
 from az_jax import checkpoint as ckpt
 from az_jax import config as config_lib
+from az_jax import distributed
 from az_jax.agent import greedy_search
 from az_jax.evaluation import arena
 from az_jax.iteration import DEVICE_AXIS, Trainer, TrainState, make_mesh
@@ -23,21 +24,37 @@ from envs import get_game
 ProgressFn = Callable[[int, dict], None]
 
 
-def make_evaluator(trainer: Trainer, num_games: int, num_simulations: int):
-    """(variables, key) -> results [num_games] of the agent against uniform random, games split over the mesh."""
+def make_evaluator(trainer: Trainer, num_games: int, num_simulations: int, opponent: arena.PlayerFn | None = None):
+    """(variables, key) -> results [num_games] of the agent against `opponent` (default uniform random), games split
+    over the mesh, random openings paired with colours swapped (az_jax/evaluation/arena.py)."""
+    from az_jax.evaluation.evaluate import default_opening_plies
     env, config = trainer.env, trainer.config
     local_games = num_games // trainer.num_devices
     max_length = get_game(config.game).max_length
+    opponent = opponent or arena.uniform_random_player
+    opening_plies = default_opening_plies(config.game)
 
     def local_eval(variables, key):
         device = jax.lax.axis_index(DEVICE_AXIS)
         agent = lambda states, k: greedy_search(trainer.apply_fn, env, config, variables, k, states,
                                                 num_simulations)[0]
-        return arena.play_match(env, agent, arena.uniform_random_player, jax.random.fold_in(key, device),
-                                local_games, max_length, first_game=device * local_games)
+        return arena.play_match(env, agent, opponent, jax.random.fold_in(key, device), local_games, max_length,
+                                first_game=device * local_games, opening_plies=opening_plies)
 
     return jax.jit(jax.shard_map(local_eval, mesh=trainer.mesh, in_specs=(P(), P()), out_specs=P(DEVICE_AXIS),
                                  check_vma=False))
+
+
+def make_evaluators(trainer: Trainer, num_games: int, num_simulations: int) -> dict:
+    """{opponent name: evaluator} for the config's eval_opponents (JAX players only)."""
+    from az_jax.evaluation.players import JaxPlayer, make_player
+    evaluators = {}
+    for spec in trainer.config.eval_opponents:
+        player = make_player(spec, trainer.config.game)
+        if not isinstance(player, JaxPlayer):
+            raise config_lib.ConfigError(f"eval_opponents: {spec!r} is an external engine; use `az-jax eval`")
+        evaluators[player.name] = make_evaluator(trainer, num_games, num_simulations, player.fn)
+    return evaluators
 
 
 def prepare_run_dir(config: config_lib.Config, run_dir: str) -> config_lib.Config:
@@ -80,12 +97,16 @@ def train_and_evaluate(config: config_lib.Config, run_dir: str, *, progress: boo
     trainer = Trainer(config, mesh)
     manager = ckpt.make_manager(run_dir, keep=config.keep_checkpoints)
     state = restore_or_init(trainer, manager)
-    write_config(config, run_dir)
+    if distributed.is_main_process():  # several processes: one writes the files, all write checkpoints (orbax)
+        write_config(config, run_dir)
     start = int(jax.device_get(state.iteration))
     eval_sims = config.eval_simulations or config.num_simulations
-    evaluator = make_evaluator(trainer, config.eval_games, eval_sims) if config.eval_every else None
+    evaluators = make_evaluators(trainer, config.eval_games, eval_sims) if config.eval_every else {}
     eval_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_003)  # independent of the run's key stream
-    writer = MetricsWriter(run_dir, total=config.num_iterations, initial=start, progress=progress)
+    gating_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_033)  # likewise; a pure function of the seed,
+                                                                            # so a resumed run gates identically
+    writer = MetricsWriter(run_dir, total=config.num_iterations, initial=start, progress=progress,
+                           active=distributed.is_main_process())
     try:
         for it in range(start, config.num_iterations):
             t0 = time.perf_counter()
@@ -93,21 +114,31 @@ def train_and_evaluate(config: config_lib.Config, run_dir: str, *, progress: boo
             metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
             seconds = time.perf_counter() - t0
             done = it + 1
+            if config.gating and done % config.gating_interval == 0:
+                # A separate jitted match on the same devices, decided on device (az_jax/gating.py). The next
+                # self-play plays the best player, so it waits for the match in any case; only its W/D/L come back.
+                t1 = time.perf_counter()
+                best, gate_metrics = trainer.gate(state.params, state.batch_stats, state.best, state.iteration,
+                                                  jax.random.fold_in(gating_key, done))
+                state = state.replace(best=best)
+                metrics.update({k: float(v) for k, v in jax.device_get(gate_metrics).items()})
+                metrics["gating/seconds"] = time.perf_counter() - t1
             metrics.update({
                 "perf/iteration_seconds": seconds,
                 "perf/positions_per_second": config.positions_per_iteration / seconds,
                 "perf/simulations_per_second": config.positions_per_iteration * config.num_simulations / seconds,
                 "perf/train_samples_per_second": metrics["train/steps"] * config.batch_size / seconds,
             })
-            if evaluator is not None and (done % config.eval_every == 0 or done == config.num_iterations):
-                t1 = time.perf_counter()
-                results = jax.device_get(evaluator({"params": state.params, "batch_stats": state.batch_stats},
-                                                   jax.random.fold_in(eval_key, done)))
-                metrics.update({"eval/vs_random_score": arena.score(results),
-                                "eval/vs_random_wins": float((results > 0).sum()),
-                                "eval/vs_random_draws": float((results == 0).sum()),
-                                "eval/vs_random_losses": float((results < 0).sum()),
-                                "eval/seconds": time.perf_counter() - t1})
+            if evaluators and (done % config.eval_every == 0 or done == config.num_iterations):
+                variables = {"params": state.params, "batch_stats": state.batch_stats}
+                for name, evaluator in evaluators.items():
+                    t1 = time.perf_counter()
+                    results = distributed.fetch(evaluator(variables, jax.random.fold_in(eval_key, done)))
+                    metrics.update({f"eval/vs_{name}_score": arena.score(results),
+                                    f"eval/vs_{name}_wins": float((results > 0).sum()),
+                                    f"eval/vs_{name}_draws": float((results == 0).sum()),
+                                    f"eval/vs_{name}_losses": float((results < 0).sum()),
+                                    f"eval/vs_{name}_seconds": time.perf_counter() - t1})
             if done % config.checkpoint_every == 0 or done == config.num_iterations:
                 ckpt.save(manager, state, config)
             writer.write(done, metrics)

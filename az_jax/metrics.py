@@ -9,9 +9,14 @@ from tqdm import tqdm
 
 
 class MetricsWriter:
-    """Writes `metrics.jsonl` (one object per iteration) and TensorBoard events under `RUN_DIR/tensorboard`."""
+    """Writes `metrics.jsonl` (one object per iteration) and TensorBoard events under `RUN_DIR/tensorboard`.
 
-    def __init__(self, run_dir: str, total: int, initial: int = 0, progress: bool = True):
+    `active=False` (every process of a multi-process run but process 0) writes no file and shows no progress bar."""
+
+    def __init__(self, run_dir: str, total: int, initial: int = 0, progress: bool = True, active: bool = True):
+        self.active = active
+        if not active:
+            return
         os.makedirs(run_dir, exist_ok=True)
         self._jsonl = open(os.path.join(run_dir, "metrics.jsonl"), "a")
         self._tb = SummaryWriter(os.path.join(run_dir, "tensorboard"))
@@ -19,6 +24,8 @@ class MetricsWriter:
         self._start = time.time()
 
     def write(self, iteration: int, metrics: dict) -> None:
+        if not self.active:
+            return
         record = {"iteration": iteration, "time": time.time(), **metrics}
         self._jsonl.write(json.dumps(record) + "\n")
         self._jsonl.flush()
@@ -34,6 +41,8 @@ class MetricsWriter:
         self._bar.update(1)
 
     def close(self) -> None:
+        if not self.active:
+            return
         self._bar.close()
         self._tb.close()
         self._jsonl.close()

@@ -11,6 +11,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from envs import symmetries as symmetries_lib
+
 
 @struct.dataclass
 class ReplayBuffer:
@@ -73,11 +75,28 @@ def resolve(buffer: ReplayBuffer, ended: jax.Array, episode: jax.Array, rewards:
                           done=buffer.done | hit)
 
 
-def sample(buffer: ReplayBuffer, rng_key: jax.Array, batch_size: int) -> Batch:
+def sample(buffer: ReplayBuffer, rng_key: jax.Array, batch_size: int, symmetry_game: str | None = None) -> Batch:
     """Uniform sample with replacement among positions whose outcome is known; the key is consumed.
 
-    Requires at least one such position (the learner checks before calling)."""
+    With `symmetry_game`, each sampled position is seen under its own uniformly random symmetry of that game
+    (AlphaGo Zero's data augmentation, paper-spec.md §2.7 item 4): observation, policy target and legal mask are
+    transformed together, the outcome is unchanged. Requires at least one position with an outcome (the learner
+    checks before calling)."""
+    rows_key = rng_key
+    if symmetry_game is not None:
+        rows_key, symmetry_key = jax.random.split(rng_key)
     weights = buffer.done.astype(jnp.float32)
-    rows = jax.random.choice(rng_key, buffer.capacity, (batch_size,), p=weights / jnp.maximum(weights.sum(), 1.0))
-    return Batch(observation=buffer.observation[rows], policy=buffer.policy[rows], legal=buffer.legal[rows],
-                 outcome=buffer.outcome[rows])
+    rows = jax.random.choice(rows_key, buffer.capacity, (batch_size,), p=weights / jnp.maximum(weights.sum(), 1.0))
+    batch = Batch(observation=buffer.observation[rows], policy=buffer.policy[rows], legal=buffer.legal[rows],
+                  outcome=buffer.outcome[rows])
+    if symmetry_game is None:
+        return batch
+    return augment(batch, symmetry_key, symmetry_game)
+
+
+def augment(batch: Batch, rng_key: jax.Array, symmetry_game: str) -> Batch:
+    """Each position of `batch` [n, ...] under its own uniformly random symmetry of the game; the key is consumed."""
+    sym = symmetries_lib.random_symmetry(symmetry_game, rng_key, batch.outcome.shape[0])         # [n]
+    return batch.replace(observation=symmetries_lib.transform_observation(symmetry_game, sym, batch.observation),
+                         policy=symmetries_lib.transform_policy(symmetry_game, sym, batch.policy),
+                         legal=symmetries_lib.transform_policy(symmetry_game, sym, batch.legal))

@@ -13,6 +13,8 @@ import jax.numpy as jnp
 import mctx
 import pgx
 
+from envs import symmetries as symmetries_lib
+
 # (variables, observation [B, ...]) -> (logits [B, A], value [B])
 ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
 
@@ -23,14 +25,32 @@ def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
     return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
 
 
-def make_recurrent_fn(env: pgx.Env, apply_fn: ApplyFn) -> mctx.RecurrentFn:
-    """`recurrent_fn` that steps the real pgx env; the embedding is the batched pgx state [B, ...]."""
+def evaluate(apply_fn: ApplyFn, variables: dict, observation: jax.Array, rng_key: jax.Array | None,
+             symmetry_game: str | None = None) -> tuple[jax.Array, jax.Array]:
+    """The network on observations [B, ...] -> (logits [B, A], value [B]); the key is consumed (used only with
+    `symmetry_game`).
+
+    With `symmetry_game` each position is evaluated under its own uniformly random symmetry of that game (AlphaGo
+    Zero, "Expand and evaluate", paper-spec.md §2.3: (d_i(p), v) = f_θ(d_i(s_L)), d_i a dihedral reflection or
+    rotation chosen uniformly at random): the network sees the transformed observation d_i(s) and its logits are
+    mapped back to the untransformed position's actions by d_i⁻¹."""
+    if symmetry_game is None:
+        return apply_fn(variables, observation)
+    sym = symmetries_lib.random_symmetry(symmetry_game, rng_key, observation.shape[0])        # [B]
+    logits, value = apply_fn(variables, symmetries_lib.transform_observation(symmetry_game, sym, observation))
+    return symmetries_lib.inverse_policy(symmetry_game, sym, logits), value
+
+
+def make_recurrent_fn(env: pgx.Env, apply_fn: ApplyFn, symmetry_game: str | None = None) -> mctx.RecurrentFn:
+    """`recurrent_fn` that steps the real pgx env; the embedding is the batched pgx state [B, ...].
+
+    The games are deterministic: mctx's per-simulation key is used only for the random symmetries of
+    `symmetry_game` (see `evaluate`)."""
 
     def recurrent_fn(variables, rng_key, action, state):
-        del rng_key  # the games are deterministic
         mover = state.current_player                                       # [B]
         state = jax.vmap(env.step)(state, action)
-        logits, value = apply_fn(variables, state.observation)
+        logits, value = evaluate(apply_fn, variables, state.observation, rng_key, symmetry_game)
         batch = jnp.arange(action.shape[0])
         over = state.terminated | state.truncated
         output = mctx.RecurrentFnOutput(
@@ -47,7 +67,8 @@ def make_recurrent_fn(env: pgx.Env, apply_fn: ApplyFn) -> mctx.RecurrentFn:
 def run_search(apply_fn: ApplyFn, env: pgx.Env, variables: dict, rng_key: jax.Array, state: pgx.State, *,
                num_simulations: int, algorithm: str = "puct", dirichlet_fraction: float = 0.25,
                dirichlet_alpha: float = 0.3, c_init: float = 1.25, c_base: float = 19652.0,
-               max_num_considered_actions: int = 16, gumbel_scale: float = 1.0) -> mctx.PolicyOutput:
+               max_num_considered_actions: int = 16, gumbel_scale: float = 1.0,
+               symmetry_game: str | None = None) -> mctx.PolicyOutput:
     """Searches a batch of pgx states [B, ...]; the key is consumed.
 
     PUCT (AlphaZero §3.2): mctx.muzero_policy scores a child by
@@ -60,10 +81,17 @@ def run_search(apply_fn: ApplyFn, env: pgx.Env, variables: dict, rng_key: jax.Ar
     Gumbel (`algorithm="gumbel"`): mctx.gumbel_muzero_policy with its paper's completed-Q transform
     (`qtransform_completed_by_mix_value`), which is what makes its policy improvement hold at 2–32 simulations.
     Pass gumbel_scale=0 (and dirichlet_fraction=0 for PUCT) to search without noise.
+
+    `symmetry_game` (a game name, or None): every network evaluation, root and leaves, sees its position under a
+    random symmetry of that game (`evaluate`). The root's symmetries take a key split from `rng_key`; the leaves' come
+    from the per-simulation keys mctx passes to `recurrent_fn`. Without it the key stream is untouched.
     """
-    logits, value = apply_fn(variables, state.observation)
+    root_key = None
+    if symmetry_game is not None:
+        rng_key, root_key = jax.random.split(rng_key)
+    logits, value = evaluate(apply_fn, variables, state.observation, root_key, symmetry_game)
     root = mctx.RootFnOutput(prior_logits=mask_logits(logits, state.legal_action_mask), value=value, embedding=state)
-    recurrent_fn = make_recurrent_fn(env, apply_fn)
+    recurrent_fn = make_recurrent_fn(env, apply_fn, symmetry_game)
     invalid = ~state.legal_action_mask
     if algorithm == "puct":
         return mctx.muzero_policy(

@@ -3,6 +3,7 @@
 Each stored position keeps observation, search policy π, legal mask and mover; its outcome z arrives when its game
 ends (replay.resolve). Moves are sampled from the search policy for the first `sampling_moves` plies of each game and
 chosen greedily by visit count afterwards (paper-spec.md §2.4; AlphaZero keeps the AGZ cut-off of 30 by default).
+With `resign` (AlphaGo Zero, az_jax/resign.py) a game also ends when its mover resigns; the resigning side loses.
 """
 import dataclasses
 from typing import Any, Callable
@@ -13,6 +14,7 @@ import pgx
 from flax import struct
 
 from az_jax import replay as replay_lib
+from az_jax import resign as resign_lib
 from az_jax import search as search_lib
 
 
@@ -21,6 +23,7 @@ class SelfPlayState:
     env: Any            # pgx.State batched [B, ...]: the games in progress
     ply: jax.Array      # [B] int32 plies already played in each slot's current game
     episode: jax.Array  # [B] int32 games started so far in each slot (names a game together with its slot)
+    resign: resign_lib.ResignGames | None = None  # [B, ...] resignation bookkeeping (None: resignation off)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,59 +37,91 @@ class SelfPlayParams:
     c_init: float
     c_base: float
     max_num_considered_actions: int
+    symmetry_game: str | None = None  # the game whose random symmetries the search's evaluations use (None: off)
+    resign_disabled_fraction: float | None = None  # resignation on (AlphaGo Zero): the fraction of games played out
 
     @classmethod
     def from_config(cls, config) -> "SelfPlayParams":
         return cls(num_simulations=config.num_simulations, algorithm=config.search,
                    sampling_moves=config.sampling_moves, dirichlet_fraction=config.dirichlet_fraction,
                    dirichlet_alpha=config.root_dirichlet_alpha, c_init=config.c_init, c_base=config.c_base,
-                   max_num_considered_actions=config.max_num_considered_actions)
+                   max_num_considered_actions=config.max_num_considered_actions,
+                   symmetry_game=config.game if config.search_symmetries else None,
+                   resign_disabled_fraction=config.resign_disabled_fraction if config.resign else None)
 
 
-def init(env: pgx.Env, rng_key: jax.Array, num_games: int) -> SelfPlayState:
-    """Starts `num_games` fresh games; the key is consumed."""
+def init(env: pgx.Env, rng_key: jax.Array, num_games: int,
+         resign_disabled_fraction: float | None = None) -> SelfPlayState:
+    """Starts `num_games` fresh games (with resignation bookkeeping unless `resign_disabled_fraction` is None); the
+    key is consumed."""
+    resign = None
+    if resign_disabled_fraction is not None:
+        rng_key, resign_key = jax.random.split(rng_key)
+        resign = resign_lib.init_games(resign_key, num_games, resign_disabled_fraction)
     return SelfPlayState(env=jax.vmap(env.init)(jax.random.split(rng_key, num_games)),
-                         ply=jnp.zeros(num_games, jnp.int32), episode=jnp.zeros(num_games, jnp.int32))
+                         ply=jnp.zeros(num_games, jnp.int32), episode=jnp.zeros(num_games, jnp.int32),
+                         resign=resign)
 
 
 def play(env: pgx.Env, apply_fn: search_lib.ApplyFn, params: SelfPlayParams, variables: dict,
          state: SelfPlayState, buffer: replay_lib.ReplayBuffer, rng_key: jax.Array, first_ply: jax.Array,
-         num_plies: int) -> tuple[SelfPlayState, replay_lib.ReplayBuffer, dict]:
+         num_plies: int, v_resign: jax.Array | None = None) -> tuple[SelfPlayState, replay_lib.ReplayBuffer, dict]:
     """Plays `num_plies` plies of every game ([B] of them) and writes them to `buffer`; the key is consumed.
 
     `first_ply` is the global ply counter (iteration · num_plies) that places the rows in the buffer.
-    Returns the new games, buffer and summed metrics (games finished, their total length, decisive results).
+    Returns the new games, buffer and summed metrics (games finished, their total length, decisive results; with
+    resignation also "resigned", the games resigned, and "resign_counts", resign.outcome_counts of the played-out
+    games).
+    `v_resign` ([] float) is the resignation threshold when `params.resign_disabled_fraction` is not None.
     """
     num_games = state.ply.shape[0]
+    resigning = params.resign_disabled_fraction is not None
 
     def step(carry, xs):
         state, buffer = carry
         ply_index, key = xs
         search_key, reset_key = jax.random.split(key)
+        if resigning:
+            reset_key, resign_key = jax.random.split(reset_key)
         games = state.env
         out = search_lib.run_search(
             apply_fn, env, variables, search_key, games, num_simulations=params.num_simulations,
             algorithm=params.algorithm, dirichlet_fraction=params.dirichlet_fraction,
             dirichlet_alpha=params.dirichlet_alpha, c_init=params.c_init, c_base=params.c_base,
-            max_num_considered_actions=params.max_num_considered_actions)
-        greedy = search_lib.greedy_action(out, games.legal_action_mask)
+            max_num_considered_actions=params.max_num_considered_actions, symmetry_game=params.symmetry_game)
+        legal = games.legal_action_mask
+        greedy = search_lib.greedy_action(out, legal)
         action = jnp.where(state.ply < params.sampling_moves, out.action, greedy)               # [B]
         buffer = replay_lib.add(buffer, ply_index, games.observation, out.action_weights,
-                                games.legal_action_mask, games.current_player, state.episode)
+                                legal, games.current_player, state.episode)
+        mover = games.current_player
         games = jax.vmap(env.step)(games, action)
         ended = games.terminated | games.truncated                                                # [B]
-        buffer = replay_lib.resolve(buffer, ended, state.episode, games.rewards)
-        decisive = ended & (jnp.abs(games.rewards).sum(-1) > 0)
+        rewards = games.rewards                                                                   # [B, 2]
+        resign_games, extra = state.resign, {}
+        if resigning:
+            # The rule is checked at every ply of every game; a game where resignation is on ends here instead of
+            # playing `action`, and ends exactly like a terminal: its positions resolve with the resigner's loss.
+            resign_games, resigned = resign_lib.observe(resign_games, resign_lib.resign_value(out, legal), mover,
+                                                        v_resign)
+            rewards = jnp.where(resigned[:, None], resign_lib.resign_rewards(mover), rewards)
+            ended = ended | resigned
+            extra = {"resigned": resigned.sum(),
+                     "resign_counts": resign_lib.outcome_counts(resign_games, ended, rewards)}
+            resign_games = resign_lib.restart(resign_games, ended, resign_key, params.resign_disabled_fraction)
+        buffer = replay_lib.resolve(buffer, ended, state.episode, rewards)
+        decisive = ended & (jnp.abs(rewards).sum(-1) > 0)
         fresh = jax.vmap(env.init)(jax.random.split(reset_key, num_games))
         games = jax.tree.map(lambda new, old: jnp.where(ended.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
                              fresh, games)
         length = state.ply + 1
-        state = SelfPlayState(env=games, ply=jnp.where(ended, 0, length), episode=state.episode + ended)
+        state = SelfPlayState(env=games, ply=jnp.where(ended, 0, length), episode=state.episode + ended,
+                              resign=resign_games)
         metrics = {"games": ended.sum(), "game_length": jnp.where(ended, length, 0).sum(),
-                   "decisive": decisive.sum()}
+                   "decisive": decisive.sum(), **extra}
         return (state, buffer), metrics
 
     keys = jax.random.split(rng_key, num_plies)
     plies = first_ply + jnp.arange(num_plies)
     (state, buffer), metrics = jax.lax.scan(step, (state, buffer), (plies, keys))
-    return state, buffer, jax.tree.map(jnp.sum, metrics)
+    return state, buffer, jax.tree.map(lambda x: x.sum(axis=0), metrics)  # over plies; [K] counts stay [K]

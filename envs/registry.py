@@ -39,24 +39,38 @@ class GameSpec:
         return pgx.make(self.name)
 
 
+# Symmetries (envs/symmetries.py names them; identity first). A transform is a symmetry when it maps every position
+# and move to one with the same rules and the same goal for each player, and fixes the start position:
+#   * tic_tac_toe, Go: all 8 of the square's (lines of three, liberties and area scoring do not see orientation).
+#   * connect_four: the left–right mirror only (gravity fixes up and down; the 6×7 board has no quarter turns).
+#   * othello: the start (d4, e5 one colour; d5, e4 the other) is fixed by the two diagonal reflections and the half
+#     turn, not by quarter turns or the horizontal/vertical mirrors (which swap the colours of the centre).
+#   * hex: pgx's rhombus has neighbours (r, c±1), (r±1, c), (r+1, c−1), (r−1, c+1); the half turn keeps them and keeps
+#     each player's pair of edges (first player rows 0 and N−1, second player columns 0 and N−1). The diagonal
+#     reflections keep the neighbours but swap the two players' edges, so they are symmetries only with colours
+#     swapped too; the mirrors break adjacency. The swap move (transposing the first stone) commutes with the half turn.
+#   * chess, shogi, gardner_chess, animal_shogi: none. No start position is its own mirror image (king and queen,
+#     rook and bishop, giraffe and elephant stand on one side), and pawns only move forwards.
+D8 = ("identity", "rot90", "rot180", "rot270", "flip_lr", "flip_ud", "transpose", "antitranspose")
+
 GAMES: dict[str, GameSpec] = {g.name: g for g in [
     # L ≈ 5.4 (random play); 10/5.4 = 1.9 -> clipped to 1. A game is at most 9 plies: sample the first 4.
     GameSpec("tic_tac_toe", dirichlet_alpha=1.0, typical_legal_moves=5.4, max_length=9, cap_rule="none",
-             temperature_moves=4),
+             temperature_moves=4, symmetries=D8),
     # L ≈ 6.7 -> 10/6.7 = 1.5, clipped to 1.
     GameSpec("connect_four", dirichlet_alpha=1.0, typical_legal_moves=6.7, max_length=42, cap_rule="none",
-             temperature_moves=8),
+             temperature_moves=8, symmetries=("identity", "flip_lr")),
     # L ≈ 8.5 -> 10/8.5 = 1.2, clipped to 1.
     GameSpec("othello", dirichlet_alpha=1.0, typical_legal_moves=8.5, max_length=130, cap_rule="none",
-             temperature_moves=15),
+             temperature_moves=15, symmetries=("identity", "rot180", "transpose", "antitranspose")),
     # L ≈ 68 on 11×11 -> 10/68 ≈ 0.15.
     GameSpec("hex", dirichlet_alpha=0.15, typical_legal_moves=68.4, max_length=121, cap_rule="none",
-             temperature_moves=15),
+             temperature_moves=15, symmetries=("identity", "rot180")),
     # Random play gives L ≈ 33 (it fills the board unlike real games); we scale the paper's 19×19 value by area.
     GameSpec("go_9x9", dirichlet_alpha=0.13, typical_legal_moves=33.2, max_length=162, cap_rule="scored",
-             temperature_moves=15),
+             temperature_moves=15, symmetries=D8),
     GameSpec("go_19x19", dirichlet_alpha=0.03, typical_legal_moves=250.0, max_length=722, cap_rule="scored",
-             temperature_moves=30),
+             temperature_moves=30, symmetries=D8),
     GameSpec("chess", dirichlet_alpha=0.3, typical_legal_moves=35.0, max_length=512, cap_rule="draw",
              temperature_moves=30),
     # Random play gives L ≈ 9.3; random chess underestimates real chess by 35/22.6, so L ≈ 14 -> 10/14 ≈ 0.7.

@@ -1,0 +1,88 @@
+"""`az-jax eval`: a trained run against any player spec; the result is appended to RUN_DIR/eval/results.jsonl and the
+games are written to RUN_DIR/eval/games/<match>/ (SGF for Go, PGN for chess, JSON for the rest)."""
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import time
+
+import jax
+
+from az_jax.evaluation import match as match_lib
+from az_jax.evaluation import players as players_lib
+from envs.gtp import EngineError
+
+# Random opening plies before the players take over (games 2k and 2k+1 share one opening, colours swapped): enough
+# distinct openings for a few hundred games between deterministic players, few enough to leave the game balanced.
+OPENING_PLIES = {"tic_tac_toe": 2}
+DEFAULT_OPENING_PLIES = 4
+
+
+def default_opening_plies(game: str) -> int:
+    return OPENING_PLIES.get(game, DEFAULT_OPENING_PLIES)
+
+
+def results_path(run_dir: str) -> str:
+    return os.path.join(run_dir, "eval", "results.jsonl")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9@._-]+", "_", text).strip("_")[:60]
+
+
+def write_games(directory: str, game: str, a: str, b: str, games: list[match_lib.GameResult]) -> int:
+    """One record file per game (envs/records.py picks the format); returns how many were written."""
+    from envs import records
+    os.makedirs(directory, exist_ok=True)
+    for i, g in enumerate(games):
+        first, second = (a, b) if g.a_first else (b, a)
+        meta = tuple(sorted((str(k), str(v)) for k, v in g.info + ((("resigned", "true"),) if g.resigned else ())))
+        record = records.GameRecord(game=game, actions=g.actions, result=g.first_mover_result(),
+                                    players=(first, second), first_player=g.first_player, meta=meta)
+        records.write_record(os.path.join(directory, f"game-{i + 1:04d}"), record)
+    return len(games)
+
+
+def evaluate(run_dir: str, opponent: str, *, games: int, step: int | None = None, simulations: int | None = None,
+             opening_plies: int | None = None, seed: int = 0, batch_size: int | None = None, save_games: bool = True,
+             log=print) -> match_lib.MatchSummary:
+    """Plays the run's agent against `opponent`; appends the summary to the run's results file. An engine failure
+    is appended too (with its error) and then re-raised."""
+    agent_player = players_lib.run_player(run_dir, step=step, simulations=simulations)
+    from az_jax.agent import load_agent  # the game comes from the run's own config
+    game = load_agent(run_dir, step=agent_player.step).config.game
+    other = players_lib.make_player(opponent, game)
+    plies = default_opening_plies(game) if opening_plies is None else opening_plies
+    key = jax.random.key(seed)
+    finished: list[match_lib.GameResult] = []
+
+    def on_game(index, g):
+        finished.append(g)
+        log(f"game {index + 1}/{games}: {'win' if g.result > 0 else 'draw' if g.result == 0 else 'loss'}"
+            f"{' (resigned)' if g.resigned else ''} in {len(g.actions)} plies")
+
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    games_dir = os.path.join(run_dir, "eval", "games", f"{stamp}_{_slug(agent_player.name)}_vs_{_slug(other.name)}")
+    t0 = time.perf_counter()
+    error = None
+    try:
+        played = match_lib.play(game, agent_player, other, key, games, opening_plies=plies, batch_size=batch_size,
+                                on_game=on_game)
+    except EngineError as e:
+        played, error = finished, e
+    seconds = time.perf_counter() - t0
+    results = [g.result for g in played]
+    extra = {"seed": seed, "simulations": agent_player.simulations, "step": agent_player.step, "opponent_spec": opponent,
+             **match_lib.engine_score_agreement(played)}
+    if error is not None:
+        extra["error"] = str(error)
+    if save_games and played:
+        write_games(games_dir, game, agent_player.name, other.name, played)
+        extra["games_dir"] = os.path.relpath(games_dir, run_dir)
+    if results:
+        summary = match_lib.summarize(game, agent_player.name, other.name, results, plies, seconds, extra)
+        match_lib.append_result(results_path(run_dir), summary)
+    if error is not None:
+        raise error
+    return summary

@@ -1,0 +1,317 @@
+"""Players named by a spec string, as `az-jax eval --opponent SPEC` and the Elo ladder take them.
+
+    random                          uniform over legal moves
+    mcts:sims=1000[,c=1.41,rollouts=1]
+                                    classic UCT with uniformly random rollouts (az_jax/evaluation/rollout_mcts.py)
+    run:DIR[@STEP][:sims=N]         a trained az_jax network (latest checkpoint, or STEP), greedy by visits after
+                                    N simulations (default: the run's eval_simulations); sims=0 is the raw policy
+                                    (the most probable legal move, no search)
+    gnugo[:level=N]                 GNU Go over GTP with the options that make its final position score the same
+                                    under Tromp-Taylor rules (Chinese rules, all dead stones captured)
+    gtp:COMMAND                     any GTP engine, e.g. gtp:"gnugo --mode gtp --level 10 --chinese-rules"
+    uci:COMMAND[:OPTIONS]           any UCI engine via python-chess, e.g. uci:stockfish:elo=1350;
+                                    options skill=0..20, elo=N, nodes=N, movetime=SECONDS, depth=N, threads=N, hash=MB
+                                    (default limit: movetime=0.05)
+
+JAX players (`JaxPlayer`) are pure batched functions `(states [B, ...], key) -> actions [B]` that run on device;
+engine players (`EnginePlayer`) open an external process per match and play through `EngineSession`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import re
+import shlex
+from typing import Callable, Protocol
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from az_jax.evaluation import arena, rollout_mcts
+from envs import get_game, go_notation
+from envs.gtp import EngineError, GTPEngine, find_executable
+
+RESIGN = -2  # what an engine session's genmove returns when the engine resigns
+
+
+class PlayerSpecError(ValueError):
+    """A player spec that cannot be parsed or does not fit the game."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class JaxPlayer:
+    """`apply(variables, states [B, ...], key) -> actions [B]`, pure and jittable. The weights are an argument, not a
+    constant, so every checkpoint of a run shares one compiled match (`apply` is cached per config and budget)."""
+    name: str
+    apply: Callable
+    variables: object = None      # the pytree `apply` takes (None for players without weights)
+    step: int | None = None       # training iteration of the weights (run players)
+    simulations: int = 0          # search simulations per move (0: no search)
+
+    @property
+    def fn(self) -> arena.PlayerFn:
+        """`(states, key) -> actions` with the weights closed over (for code that takes plain player functions)."""
+        return functools.partial(self.apply, self.variables)
+
+
+class EngineSession(Protocol):
+    """One external engine process, alive for a match. States are unbatched pgx states."""
+    def new_game(self, state) -> None: ...
+    def observe(self, state, action: int, own: bool) -> None: ...   # every move played (own: this engine's)
+    def genmove(self, state) -> int: ...                            # a pgx action, or RESIGN
+    def final_info(self, state) -> dict: ...                        # e.g. the engine's own score of the end
+    def close(self) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class EnginePlayer:
+    name: str
+    open: Callable[[], EngineSession]
+
+
+Player = JaxPlayer | EnginePlayer
+
+
+# --- parsing -----------------------------------------------------------------------------------------------------------
+_OPTIONS = re.compile(r"^[a-z_]+=[^,=:]+(,[a-z_]+=[^,=:]+)*$")
+
+
+def _split_options(text: str) -> tuple[str, dict[str, str]]:
+    """'body:k=v,k2=v2' -> ('body', {k: v, k2: v2}); a body without a trailing option list is returned whole."""
+    head, sep, tail = text.rpartition(":")
+    if sep and _OPTIONS.match(tail):
+        return head, dict(item.split("=", 1) for item in tail.split(","))
+    if _OPTIONS.match(text):
+        return "", dict(item.split("=", 1) for item in text.split(","))
+    return text, {}
+
+
+def _number(options: dict, key: str, kind, default, spec: str, low=None):
+    if key not in options:
+        return default
+    try:
+        value = kind(options.pop(key))
+    except ValueError:
+        raise PlayerSpecError(f"{spec!r}: {key} must be a {kind.__name__}") from None
+    if low is not None and value < low:
+        raise PlayerSpecError(f"{spec!r}: {key} must be >= {low}, got {value}")
+    return value
+
+
+def _no_more(options: dict, spec: str, allowed: str) -> None:
+    if options:
+        raise PlayerSpecError(f"{spec!r}: unknown option(s) {', '.join(sorted(options))} (allowed: {allowed})")
+
+
+def make_player(spec: str, game: str, *, default_simulations: int | None = None) -> Player:
+    """The player a spec names (see the module docstring) for `game`. Raises PlayerSpecError on a bad spec."""
+    spec = spec.strip()
+    kind, _, rest = spec.partition(":")
+    if kind == "random" and not rest:
+        return JaxPlayer("random", _random_apply)
+    if kind == "mcts":
+        _, options = _split_options(rest)
+        sims = _number(options, "sims", int, 1000, spec, low=1)
+        c = _number(options, "c", float, math.sqrt(2), spec, low=0.0)
+        rollouts = _number(options, "rollouts", int, 1, spec, low=1)
+        _no_more(options, spec, "sims, c, rollouts")
+        name = f"mcts{sims}" + (f"_c{c:g}" if "c=" in rest else "") + (f"_r{rollouts}" if rollouts > 1 else "")
+        return JaxPlayer(name, _mcts_apply(game, sims, c, rollouts), simulations=sims)
+    if kind == "run":
+        body, options = _split_options(rest)
+        sims = _number(options, "sims", int, None, spec, low=0)
+        _no_more(options, spec, "sims")
+        path, at, step_text = body.rpartition("@")
+        if not at:
+            path, step_text = body, ""
+        if not path:
+            raise PlayerSpecError(f"{spec!r}: give a run directory, e.g. run:runs/connect_four-small@50")
+        try:
+            step = int(step_text) if step_text else None
+        except ValueError:
+            raise PlayerSpecError(f"{spec!r}: the step after @ must be an integer") from None
+        return run_player(path, step=step, simulations=sims, game=game)
+    if kind == "gnugo":
+        _, options = _split_options(rest)
+        level = _number(options, "level", int, 10, spec, low=0)
+        _no_more(options, spec, "level")
+        exe = find_executable("gnugo")
+        if exe is None:
+            raise PlayerSpecError("gnugo is not installed (Debian package gnugo; `make test` installs it)")
+        command = [exe, "--mode", "gtp", "--level", str(level), "--chinese-rules", "--capture-all-dead"]
+        return gtp_player(command, game, name=f"gnugo{level}")
+    if kind == "gtp":
+        if not rest.strip():
+            raise PlayerSpecError(f"{spec!r}: give the engine's command line, e.g. gtp:\"gnugo --mode gtp\"")
+        return gtp_player(shlex.split(rest), game)
+    if kind == "uci":
+        return uci_player(rest, game, spec)
+    raise PlayerSpecError(f"unknown player {spec!r}; use random, mcts:sims=N, run:DIR[@STEP][:sims=N], "
+                          f"gnugo[:level=N], gtp:COMMAND or uci:COMMAND[:OPTIONS]")
+
+
+def _random_apply(variables, states, key):
+    del variables
+    return arena.uniform_random_player(states, key)
+
+
+@functools.lru_cache(maxsize=None)
+def _mcts_apply(game: str, sims: int, c: float, rollouts: int) -> Callable:
+    from envs import make_env
+    fn = rollout_mcts.rollout_mcts_player(make_env(game)[0], num_simulations=sims, c=c, rollouts=rollouts,
+                                          max_length=get_game(game).max_length)
+    return lambda variables, states, key: fn(states, key)
+
+
+# --- network players ---------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def network_apply(config, simulations: int) -> Callable:
+    """`apply(variables, states, key)` of a network of `config`: greedy by visits after `simulations` simulations
+    without noise (az_jax/agent.py), or for 0 the most probable legal move of the raw policy (no search). Cached, so
+    every checkpoint of a run gets the same function (and one compilation)."""
+    from az_jax import networks
+    from az_jax.agent import greedy_search
+    from envs import make_env
+    env = make_env(config.game)[0]
+    network = networks.make_network(config, env.num_actions)
+    apply_fn = lambda variables, observation: network.apply(variables, observation, train=False)
+
+    def apply(variables, states, key):
+        if simulations == 0:
+            logits, _ = apply_fn(variables, states.observation)
+            return jnp.argmax(jnp.where(states.legal_action_mask, logits, -jnp.inf), axis=-1)
+        return greedy_search(apply_fn, env, config, variables, key, states, simulations)[0]
+
+    return apply
+
+
+def agent_player(agent, simulations: int | None = None, name: str | None = None) -> JaxPlayer:
+    """A JaxPlayer from a loaded Agent: search with `simulations` (None: the run's eval setting; 0: raw policy)."""
+    sims = agent.default_simulations if simulations is None else simulations
+    label = name or f"{agent.config.game}@{agent.step}"
+    return JaxPlayer(f"{label}:{'policy' if sims == 0 else f'sims{sims}'}", network_apply(agent.config, sims),
+                     agent.variables, step=agent.step, simulations=sims)
+
+
+def run_player(path: str, *, step: int | None = None, simulations: int | None = None, game: str | None = None,
+               name: str | None = None) -> JaxPlayer:
+    from az_jax.agent import load_agent
+    agent = load_agent(path, step=step)
+    if game is not None and agent.config.game != game:
+        raise PlayerSpecError(f"{path} is a {agent.config.game} run, not {game}")
+    import os
+    return agent_player(agent, simulations, name=name or f"{os.path.basename(os.path.abspath(path))}@{agent.step}")
+
+
+# --- GTP (Go) ----------------------------------------------------------------------------------------------------------
+def _go_color(state) -> str:
+    return "black" if int(state._x.color) == 0 else "white"
+
+
+def tromp_taylor_score(state, size: int, komi: float) -> float:
+    """Black's area minus White's minus komi of an unbatched pgx Go state (pgx's rewards are its sign)."""
+    from pgx._src.games.go import _count_scores  # pgx's own area count; private, so used here only
+    black, white = (float(x) for x in _count_scores(state._x, size))
+    return black - white - komi
+
+
+class GTPSession:
+    """A GTP engine playing one side of pgx Go games (Tromp-Taylor area scoring, komi from the pgx env)."""
+
+    def __init__(self, command: list[str], size: int, komi: float):
+        self.engine = GTPEngine(command)
+        self.size, self.komi = size, komi
+
+    def new_game(self, state) -> None:
+        self.engine.boardsize(self.size)
+        self.engine.komi(self.komi)
+        self.engine.clear_board()
+
+    def observe(self, state, action: int, own: bool) -> None:
+        if not own:  # genmove already played the engine's own move on its board
+            self.engine.play(_go_color(state), go_notation.action_to_vertex(action, self.size))
+
+    def genmove(self, state) -> int:
+        move = self.engine.genmove(_go_color(state))
+        if move.lower() == "resign":
+            return RESIGN
+        return go_notation.vertex_to_action(move, self.size)
+
+    def final_info(self, state) -> dict:
+        text = self.engine.final_score()
+        return {"engine_final_score": text, "engine_margin_black": go_notation.parse_score(text),
+                "pgx_margin_black": tromp_taylor_score(state, self.size, self.komi)}
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def gtp_player(command: list[str], game: str, name: str | None = None) -> EnginePlayer:
+    if not game.startswith("go_"):
+        raise PlayerSpecError(f"GTP engines play Go; {game} is not a Go game")
+    size = int(game.split("x")[-1])
+    from envs import make_env
+    komi = float(make_env(game)[0]._game.komi)
+    label = name or "gtp_" + re.sub(r"[^A-Za-z0-9]+", "_", " ".join(command[:1] + command[1:]).split("/")[-1])[:40]
+    return EnginePlayer(label, lambda: GTPSession(list(command), size, komi))
+
+
+# --- UCI (chess) -------------------------------------------------------------------------------------------------------
+class UCISession:
+    """A UCI engine playing one side of pgx chess games, on a python-chess board kept in step with pgx."""
+
+    def __init__(self, command: list[str], options: dict, limits: dict):
+        from envs.uci import UCIEngine
+        self.engine = UCIEngine(command, options=options)
+        self.limits = limits
+        self.board = None
+
+    def new_game(self, state) -> None:
+        import chess
+        self.board = chess.Board()
+
+    def observe(self, state, action: int, own: bool) -> None:
+        from envs.uci import action_to_move
+        self.board.push(action_to_move(action, self.board))
+
+    def genmove(self, state) -> int:
+        from envs.uci import move_to_action
+        move = self.engine.play(self.board, **self.limits)
+        return move_to_action(move, self.board)
+
+    def final_info(self, state) -> dict:
+        outcome = self.board.outcome(claim_draw=True)
+        return {"python_chess_outcome": outcome.result() if outcome else "*"}
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def uci_player(rest: str, game: str, spec: str) -> EnginePlayer:
+    if game != "chess":
+        raise PlayerSpecError(f"UCI engines play chess here; {game} is not chess")
+    body, options = _split_options(rest)
+    if not body.strip():
+        raise PlayerSpecError(f"{spec!r}: give the engine's command line, e.g. uci:stockfish:elo=1350")
+    command = shlex.split(body)
+    exe = find_executable(command[0])
+    if exe is None:
+        raise PlayerSpecError(f"{spec!r}: engine {command[0]!r} not found (Debian package stockfish)")
+    command[0] = exe
+    from envs.uci import strength_options
+    skill = _number(options, "skill", int, None, spec, low=0)
+    elo = _number(options, "elo", int, None, spec, low=0)
+    uci_options = strength_options(skill_level=skill, elo=elo)
+    uci_options["Threads"] = _number(options, "threads", int, 1, spec, low=1)
+    uci_options["Hash"] = _number(options, "hash", int, 16, spec, low=1)
+    limits = {"nodes": _number(options, "nodes", int, None, spec, low=1),
+              "time": _number(options, "movetime", float, None, spec, low=0.0),
+              "depth": _number(options, "depth", int, None, spec, low=1)}
+    _no_more(options, spec, "skill, elo, nodes, movetime, depth, threads, hash")
+    limits = {k: v for k, v in limits.items() if v is not None} or {"time": 0.05}
+    label = re.sub(r"[^A-Za-z0-9]+", "_", command[0].split("/")[-1]) + "".join(
+        f"_{k}{v}" for k, v in (("skill", skill), ("elo", elo)) if v is not None) + "".join(
+        f"_{k}{v:g}" for k, v in limits.items())
+    return EnginePlayer(label, lambda: UCISession(command, uci_options, limits))

@@ -1,0 +1,45 @@
+"""One process of tests/test_multihost.py: runs the real `az-jax train` (az_jax.cli.main) with the given arguments,
+then saves THIS process's copy of the final TrainState to an .npz, so the test can compare the processes.
+
+    python tests/multihost_worker.py OUT.npz [az-jax arguments ...]
+
+The .npz maps each TrainState leaf's path (jax.tree_util.keystr) to the data of this process's one addressable shard:
+a replicated leaf's full value, or this process's rows of a leaf split over the mesh. The hook wraps
+az_jax.loop.train_and_evaluate only once the CLI has joined the run (importing az_jax.loop starts JAX's backend).
+"""
+import sys
+
+import numpy as np
+
+
+def save_local_shards(state, path: str) -> None:
+    import jax
+    arrays = {}
+    for key_path, leaf in jax.tree_util.tree_leaves_with_path(state):
+        shards = leaf.addressable_shards
+        assert len(shards) == 1, f"expected one device per process, got {len(shards)}"
+        arrays[jax.tree_util.keystr(key_path)] = np.asarray(shards[0].data)
+    np.savez(path, **arrays)
+
+
+def main(out_path: str, argv: list[str]) -> int:
+    from az_jax import cli
+    train = cli._train
+
+    def train_and_save(args):
+        from az_jax import loop
+        run = loop.train_and_evaluate
+
+        def run_and_save(*a, **k):
+            state = run(*a, **k)
+            save_local_shards(state, out_path)
+            return state
+        loop.train_and_evaluate = run_and_save
+        return train(args)
+
+    cli._train = train_and_save
+    return cli.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2:]))
