@@ -1,35 +1,46 @@
 """Prints a run's evaluation curve from RUN_DIR/metrics.jsonl: iteration, wall-clock since the start, gradient
-steps, the score against uniform random (W + D/2 over the games) and the losses.
+steps, the score against each fixed baseline of the run's `eval_opponents` (W + D/2 over the games) and the losses.
 
     python experiments/learning_curve.py runs/connect_four-small
 """
 import argparse
+import re
 
 from az_jax.metrics import read_metrics
 
+_SCORE = re.compile(r"^eval/vs_(.+)_score$")
 
-def curve(run_dir: str) -> list[dict]:
+
+def curve(run_dir: str) -> tuple[list[str], list[dict]]:
+    """(baseline names, one row per evaluated iteration)."""
     records = read_metrics(run_dir)
     if not records:
         raise SystemExit(f"no metrics in {run_dir}")
     start = records[0]["time"] - records[0]["perf/iteration_seconds"]
+    names: list[str] = []
     rows, steps = [], 0
     for r in records:
         steps += r.get("train/steps", 0)
-        if "eval/vs_random_score" in r:
-            games = r["eval/vs_random_wins"] + r["eval/vs_random_draws"] + r["eval/vs_random_losses"]
-            rows.append({"iteration": r["iteration"], "minutes": (r["time"] - start) / 60, "steps": int(steps),
-                         "games": int(games), "score": r["eval/vs_random_score"],
-                         "value_loss": r["train/value_loss"], "policy_loss": r["train/policy_loss"]})
-    return rows
+        found = [m.group(1) for k in r if (m := _SCORE.match(k))]
+        if not found:
+            continue
+        names += [n for n in found if n not in names]
+        games = {n: int(r[f"eval/vs_{n}_wins"] + r[f"eval/vs_{n}_draws"] + r[f"eval/vs_{n}_losses"]) for n in found}
+        rows.append({"iteration": r["iteration"], "minutes": (r["time"] - start) / 60, "steps": int(steps),
+                     "games": games, "scores": {n: r[f"eval/vs_{n}_score"] for n in found},
+                     "value_loss": r["train/value_loss"], "policy_loss": r["train/policy_loss"]})
+    return names, rows
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("run_dir")
     args = parser.parse_args()
-    print(f"| iteration | minutes | gradient steps | games | score vs random | value loss | policy loss |")
-    print(f"|---|---|---|---|---|---|---|")
-    for row in curve(args.run_dir):
-        print(f"| {row['iteration']} | {row['minutes']:.1f} | {row['steps']} | {row['games']} | {row['score']:.3f} | "
+    names, rows = curve(args.run_dir)
+    print("| iteration | minutes | gradient steps | " + " | ".join(f"score vs {n} (games)" for n in names)
+          + " | value loss | policy loss |")
+    print("|---" * (5 + len(names)) + "|")
+    for row in rows:
+        scores = " | ".join(f"{row['scores'][n]:.3f} ({row['games'][n]})" if n in row["scores"] else "" for n in names)
+        print(f"| {row['iteration']} | {row['minutes']:.1f} | {row['steps']} | {scores} | "
               f"{row['value_loss']:.3f} | {row['policy_loss']:.3f} |")

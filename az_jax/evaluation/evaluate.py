@@ -49,9 +49,11 @@ def evaluate(run_dir: str, opponent: str, *, games: int, step: int | None = None
              log=print) -> match_lib.MatchSummary:
     """Plays the run's agent against `opponent`; appends the summary to the run's results file. An engine failure
     is appended too (with its error) and then re-raised."""
-    agent_player = players_lib.run_player(run_dir, step=step, simulations=simulations)
-    from az_jax.agent import load_agent  # the game comes from the run's own config
-    game = load_agent(run_dir, step=agent_player.step).config.game
+    from az_jax.agent import load_agent
+    agent = load_agent(run_dir, step=step)
+    game = agent.config.game
+    agent_player = players_lib.agent_player(agent, simulations,
+                                            name=f"{os.path.basename(os.path.abspath(run_dir))}@{agent.step}")
     other = players_lib.make_player(opponent, game)
     plies = default_opening_plies(game) if opening_plies is None else opening_plies
     key = jax.random.key(seed)

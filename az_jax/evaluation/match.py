@@ -73,9 +73,16 @@ class MatchSummary:
         return d
 
     def line(self) -> str:
-        return (f"{self.player} vs {self.opponent} ({self.game}, {self.games} games): +{self.wins} ={self.draws} "
+        text = (f"{self.player} vs {self.opponent} ({self.game}, {self.games} games): +{self.wins} ={self.draws} "
                 f"-{self.losses}, score {self.score:.3f}, Elo {self.elo:+.0f} [{self.elo_low:+.0f}, "
                 f"{self.elo_high:+.0f}]")
+        extra = dict(self.extra)
+        if extra.get("score_compared"):
+            text += (f"; engine's final_score names pgx's winner in {extra['score_agreed']}/"
+                     f"{extra['score_compared']} scored games")
+        if extra.get("resigned"):
+            text += f"; {extra['resigned']} ended by resignation"
+        return text
 
 
 def summarize(game: str, a: str, b: str, results: np.ndarray, opening_plies: int, seconds: float,
@@ -225,7 +232,7 @@ def engine_score_agreement(games: list[GameResult]) -> dict:
             compared += 1
             agree += int(np.sign(info["engine_margin_black"]) == np.sign(info["pgx_margin_black"]))
     return {"score_agreement": agree / compared if compared else None, "score_compared": compared,
-            "score_agreed": agree}
+            "score_agreed": agree, "resigned": sum(g.resigned for g in games)}
 
 
 def append_result(path: str, summary: MatchSummary, **fields) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 import re
 import shlex
 from typing import Callable, Protocol
@@ -201,7 +202,6 @@ def run_player(path: str, *, step: int | None = None, simulations: int | None = 
     agent = load_agent(path, step=step)
     if game is not None and agent.config.game != game:
         raise PlayerSpecError(f"{path} is a {agent.config.game} run, not {game}")
-    import os
     return agent_player(agent, simulations, name=name or f"{os.path.basename(os.path.abspath(path))}@{agent.step}")
 
 
