@@ -85,7 +85,8 @@ def _eval(args) -> int:
         (lambda message: None)
     summary = evaluate(args.run_dir, args.opponent, games=args.games, step=args.step, simulations=args.simulations,
                        opening_plies=args.opening_plies, seed=args.seed, batch_size=args.batch_size,
-                       save_games=not args.no_games, log=log)
+                       save_games=not args.no_games, player=args.player, game=args.game, out_dir=args.out_dir,
+                       log=log)
     print(summary.line())
     return 0
 
@@ -151,7 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(func=_bench)
 
     ev = sub.add_parser("eval", help="play a trained run against another player; append the result to the run")
-    ev.add_argument("--run-dir", required=True, help="the run (or one checkpoint directory) to evaluate")
+    who = ev.add_mutually_exclusive_group(required=True)
+    who.add_argument("--run-dir", help="the run (or one checkpoint directory) to evaluate")
+    who.add_argument("--player", metavar="SPEC", help="instead of a run: any player spec (with --game), e.g. gnugo:level=1")
+    ev.add_argument("--game", default=None, help="with --player: the game")
+    ev.add_argument("--out-dir", default=None, help="with --player: where results.jsonl and games go (default runs/eval)")
     ev.add_argument("--step", type=int, default=None, help="checkpoint step (default: latest)")
     ev.add_argument("--simulations", type=int, default=None,
                     help="search simulations per move (default: the run's eval_simulations; 0: raw policy)")

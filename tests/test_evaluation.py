@@ -229,3 +229,19 @@ def test_ladder_cli_rates_checkpoints_with_baselines(tiny_run):
     # an unknown checkpoint step is a one-line error
     bad = az("ladder", str(tiny_run), "--steps", "1,7")
     assert bad.returncode == 2 and "no checkpoint(s) [7]" in error_line(bad)
+
+
+def test_eval_cli_with_a_player_spec_instead_of_a_run(tmp_path):
+    # GNU Go (an engine, so the game runs on the host) against uniform random, one game on 9×9: GNU Go wins, and the
+    # end is scored by GNU Go's final_score and by pgx's Tromp-Taylor count with the same winner.
+    out = tmp_path / "evals"
+    r = az("eval", "--player", "gnugo:level=0", "--game", "go_9x9", "--opponent", "random", "--games", "1",
+           "--out-dir", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    rec = json.loads((out / "results.jsonl").read_text().splitlines()[-1])
+    assert (rec["player"], rec["opponent"], rec["wins"], rec["games"]) == ("gnugo0", "random", 1, 1)
+    assert rec["score_compared"] == 1 and rec["score_agreed"] == 1
+    (match_dir,) = os.listdir(out / "games")
+    assert os.listdir(out / "games" / match_dir) == ["game-0001.sgf"]
+    bad = az("eval", "--player", "random", "--game", "go_8x8", "--opponent", "random")
+    assert bad.returncode == 2 and "go_8x8" in error_line(bad)

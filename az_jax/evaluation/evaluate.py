@@ -44,16 +44,30 @@ def write_games(directory: str, game: str, a: str, b: str, games: list[match_lib
     return len(games)
 
 
-def evaluate(run_dir: str, opponent: str, *, games: int, step: int | None = None, simulations: int | None = None,
-             opening_plies: int | None = None, seed: int = 0, batch_size: int | None = None, save_games: bool = True,
-             log=print) -> match_lib.MatchSummary:
-    """Plays the run's agent against `opponent`; appends the summary to the run's results file. An engine failure
+def evaluate(run_dir: str | None, opponent: str, *, games: int, step: int | None = None,
+             simulations: int | None = None, opening_plies: int | None = None, seed: int = 0,
+             batch_size: int | None = None, save_games: bool = True, player: str | None = None,
+             game: str | None = None, out_dir: str | None = None, log=print) -> match_lib.MatchSummary:
+    """Plays the run's agent (or, with `player` and `game`, any player spec) against `opponent`; appends the summary
+    to the results file (RUN_DIR/eval/results.jsonl, or OUT_DIR/results.jsonl for a spec player). An engine failure
     is appended too (with its error) and then re-raised."""
-    from az_jax.agent import load_agent
-    agent = load_agent(run_dir, step=step)
-    game = agent.config.game
-    agent_player = players_lib.agent_player(agent, simulations,
-                                            name=f"{os.path.basename(os.path.abspath(run_dir))}@{agent.step}")
+    if player is not None:
+        if run_dir is not None or game is None:
+            raise players_lib.PlayerSpecError("give either --run-dir, or --player with --game")
+        from az_jax.config import get_game_or_error
+        get_game_or_error(game)  # an unknown game is a ConfigError (one-line CLI error)
+        agent_player = players_lib.make_player(player, game)
+        run_dir = out_dir or os.path.join("runs", "eval")
+        results_file = os.path.join(run_dir, "results.jsonl")
+        games_root = os.path.join(run_dir, "games")
+    else:
+        from az_jax.agent import load_agent
+        agent = load_agent(run_dir, step=step)
+        game = agent.config.game
+        agent_player = players_lib.agent_player(agent, simulations,
+                                                name=f"{os.path.basename(os.path.abspath(run_dir))}@{agent.step}")
+        results_file = results_path(run_dir)
+        games_root = os.path.join(run_dir, "eval", "games")
     other = players_lib.make_player(opponent, game)
     plies = default_opening_plies(game) if opening_plies is None else opening_plies
     key = jax.random.key(seed)
@@ -65,7 +79,7 @@ def evaluate(run_dir: str, opponent: str, *, games: int, step: int | None = None
             f"{' (resigned)' if g.resigned else ''} in {len(g.actions)} plies")
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    games_dir = os.path.join(run_dir, "eval", "games", f"{stamp}_{_slug(agent_player.name)}_vs_{_slug(other.name)}")
+    games_dir = os.path.join(games_root, f"{stamp}_{_slug(agent_player.name)}_vs_{_slug(other.name)}")
     t0 = time.perf_counter()
     error = None
     try:
@@ -75,7 +89,9 @@ def evaluate(run_dir: str, opponent: str, *, games: int, step: int | None = None
         played, error = finished, e
     seconds = time.perf_counter() - t0
     results = [g.result for g in played]
-    extra = {"seed": seed, "simulations": agent_player.simulations, "step": agent_player.step, "opponent_spec": opponent,
+    extra = {"seed": seed, "simulations": getattr(agent_player, "simulations", None),
+             "step": getattr(agent_player, "step", None),
+             "opponent_spec": opponent,
              **match_lib.engine_score_agreement(played)}
     if error is not None:
         extra["error"] = str(error)
@@ -84,7 +100,7 @@ def evaluate(run_dir: str, opponent: str, *, games: int, step: int | None = None
         extra["games_dir"] = os.path.relpath(games_dir, run_dir)
     if results:
         summary = match_lib.summarize(game, agent_player.name, other.name, results, plies, seconds, extra)
-        match_lib.append_result(results_path(run_dir), summary)
+        match_lib.append_result(results_file, summary)
     if error is not None:
         raise error
     return summary
