@@ -138,12 +138,12 @@ class Config:
         return self
 
     def _validate_variant(self, num_devices: int) -> None:
-        """The AlphaGo Zero switches' parameters (checked whether or not the switch is on, so that turning it on
-        later cannot fail)."""
+        """The AlphaGo Zero switches' parameters: their ranges always, the split of gating games over the devices
+        only with gating on."""
         if self.gating_every < 0 or self.gating_simulations < 0:
             raise ConfigError(f"gating_every and gating_simulations must be >= 0 (0: checkpoint_every / "
                               f"num_simulations), got {self.gating_every} and {self.gating_simulations}")
-        if self.gating_games <= 0 or self.gating_games % (2 * num_devices):
+        if self.gating_games <= 0 or (self.gating and self.gating_games % (2 * num_devices)):
             raise ConfigError(f"gating_games={self.gating_games} must be a positive multiple of 2 × the {num_devices} "
                               f"devices (each device plays whole pairs of games with colours swapped)")
         if not 0.5 <= self.gating_threshold < 1.0:

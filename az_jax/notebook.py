@@ -304,8 +304,10 @@ class GameSession:
                 f"<p style='color:#666'>agent's last search:</p>{analysis}</div></div>")
 
     def widget(self):
-        """An ipywidgets UI: the board and analysis, a button per legal move (a text box when there are more than
-        MAX_BUTTONS), and a new-game button. Returns the widget (display it, or leave it last in a cell)."""
+        """An ipywidgets UI: the board and the agent's last search, a button per legal move (a text box and a play
+        button when there are more than MAX_BUTTONS) and a message line. Returns the widget (display it, or leave it
+        last in a cell); its `press(move)` does what clicking that move's button (or typing it) does and returns the
+        message shown."""
         import ipywidgets as widgets
         view = widgets.HTML(self._repr_html_())
         message = widgets.Label("")
@@ -322,8 +324,23 @@ class GameSession:
             except ValueError as e:
                 message.value = f"Error: {e}"
 
+        def press(text: str) -> str:
+            """Clicks the button of move `text` (or types it into the text box and clicks play)."""
+            for child in controls.children:
+                if isinstance(child, widgets.Button) and child.description == text:
+                    child.click()
+                    return message.value
+            boxes = [c for c in controls.children if isinstance(c, widgets.Text)]
+            if boxes:
+                boxes[0].value = text
+                controls.children[-1].click()
+            else:
+                message.value = f"Error: no button {text!r} (legal: {' '.join(self.legal_moves()) or 'none'})"
+            return message.value
+
         box = widgets.VBox([view, controls, message])
-        box.refresh = refresh          # for tests and for re-drawing after calling play() directly
+        box.refresh = refresh          # re-draws after play() was called directly
+        box.press = press
         refresh()
         return box
 

@@ -22,7 +22,9 @@ before any process starts: a bad key or value is a ConfigError naming the trial.
 Parallelism: `parallel` trials run at once, each a separate process pinned to its own group of devices: on CPU a
 group is a set of cores (CPU affinity, and one JAX host device per core); on GPU a set of GPUs
 (CUDA_VISIBLE_DEVICES); on TPU one chip (TPU_VISIBLE_CHIPS and one-chip process bounds; not tried here). With
-`shard=(i, n)` a host runs the trials whose index is i mod n, so n hosts sharing the sweep dir split one sweep.
+`shard=(i, n)` a host runs the trials whose index is i mod n, so n hosts sharing the sweep dir split one sweep. The
+trials share a persistent XLA compilation cache under the sweep dir (trials that differ only in their seed compile
+their training iteration once).
 """
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ DISTRIBUTIONS = ("uniform", "log_uniform", "int", "choice")
 PLATFORMS = ("cpu", "gpu", "tpu")
 DONE_FILE = "done.json"      # written in a trial dir when its process exits 0
 TRIAL_FILE = "trial.json"    # the trial's overrides: a re-run with a different spec is refused
+CACHE_DIR = "xla_cache"      # the trials' shared persistent compilation cache, under the sweep dir
 LogFn = Callable[[str], None]
 
 
@@ -268,9 +271,13 @@ def detect_platform() -> str:
     return backend if backend in PLATFORMS else "cpu"
 
 
-def trial_env(platform: str, group: Sequence[int], slot: int) -> dict:
-    """The environment of a trial process that may only use the devices in `group`."""
+def trial_env(platform: str, group: Sequence[int], slot: int, cache_dir: str | None = None) -> dict:
+    """The environment of a trial process that may only use the devices in `group`. With `cache_dir` (and no
+    JAX_COMPILATION_CACHE_DIR set already) the trials share XLA's persistent compilation cache: trials that differ
+    only in their seed compile the training iteration once."""
     env = dict(os.environ)
+    if cache_dir is not None and not env.get("JAX_COMPILATION_CACHE_DIR"):
+        env["JAX_COMPILATION_CACHE_DIR"] = os.path.abspath(cache_dir)
     flags = re.sub(r"--xla_force_host_platform_device_count=\S+", "", env.get("XLA_FLAGS", "")).strip()
     env["XLA_FLAGS"] = flags
     ids = ",".join(map(str, group))
@@ -345,7 +352,8 @@ def run_trial(sweep: Sweep, trial: Trial, sweep_dir: str, platform: str, group: 
         log.flush()
         with warnings.catch_warnings():  # JAX warns about fork() in a threaded process; the child only exec()s
             warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=trial_env(platform, group, slot))
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                    env=trial_env(platform, group, slot, os.path.join(sweep_dir, CACHE_DIR)))
         if cores:  # before the child starts JAX (seconds later): its XLA thread pools size themselves to these cores
             os.sched_setaffinity(proc.pid, cores)
         with lock:
@@ -394,6 +402,7 @@ def run_sweep(sweep: Sweep, sweep_dir: str, *, groups: Sequence[Sequence[int]], 
             free.put(slot)
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(groups))
+    futures = []
     try:
         futures = [pool.submit(work, t) for t in todo]
         for future in futures:
@@ -421,7 +430,7 @@ def read_records(run_dir: str) -> list[dict]:
 
 def final_metrics(records: list[dict]) -> dict:
     """The last iteration's metrics, each eval/ metric from the last iteration that has it, and the mean
-    positions/s over all iterations but the first (which includes compilation)."""
+    positions/s over all iterations but the first (which includes compilation). No "time": it is a timestamp."""
     if not records:
         return {}
     out = {k: v for k, v in records[-1].items() if not k.startswith(("eval/", "time"))}
@@ -430,7 +439,6 @@ def final_metrics(records: list[dict]) -> dict:
     steady = [r["perf/positions_per_second"] for r in records[1:] if "perf/positions_per_second" in r]
     if steady:
         out["perf/positions_per_second"] = float(np.mean(steady))
-    out["minutes"] = (records[-1]["time"] - records[0]["time"]) / 60 if "time" in records[0] else float("nan")
     return out
 
 
@@ -442,7 +450,11 @@ def collect(sweep: Sweep, sweep_dir: str) -> list[dict]:
         records = read_records(run_dir)
         status = ("done" if is_finished(run_dir, trial.config) else
                   "partial" if records else "pending")
-        rows.append({"trial": trial.name, "status": status, **trial.params, **final_metrics(records)})
+        row = {"trial": trial.name, "status": status, **trial.params, **final_metrics(records)}
+        if os.path.exists(os.path.join(run_dir, DONE_FILE)):
+            with open(os.path.join(run_dir, DONE_FILE)) as f:
+                row["wall_minutes"] = json.load(f)["seconds"] / 60     # the whole process: start-up, compiles, evals
+        rows.append(row)
     metric_keys = sorted({k for r in rows for k in r} - {"trial", "status", *sweep.axes})
     columns = ["trial", "status", *sweep.axes, *metric_keys]
     with open(os.path.join(sweep_dir, "results.csv"), "w", newline="") as f:
@@ -453,7 +465,8 @@ def collect(sweep: Sweep, sweep_dir: str) -> list[dict]:
 
 
 def summarise(sweep: Sweep, rows: list[dict], metrics: Sequence[str]) -> list[dict]:
-    """Rows grouped by their params without the seed: n seeds done, mean and standard deviation of each metric."""
+    """Rows grouped by their params without the seed: n seeds done, mean and sample standard deviation (ddof 1) of
+    each metric over those seeds."""
     groups: dict[tuple, list[dict]] = {}
     axes = [a for a in sweep.axes if a != "seed"]
     for row in rows:
@@ -465,19 +478,30 @@ def summarise(sweep: Sweep, rows: list[dict], metrics: Sequence[str]) -> list[di
         for metric in metrics:
             values = [float(r[metric]) for r in done if r.get(metric, "") != ""]
             entry[f"{metric} mean"] = float(np.mean(values)) if values else float("nan")
-            entry[f"{metric} std"] = float(np.std(values)) if len(values) > 1 else float("nan")
+            entry[f"{metric} std"] = float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
         out.append(entry)
     return out
 
 
 def markdown_table(summary: list[dict], digits: int = 3) -> str:
+    """The summary as a Markdown table, each metric's mean and standard deviation in one cell ("0.850 ± 0.020")."""
     if not summary:
         return ""
-    columns = list(summary[0])
-    cell = lambda v: (f"{v:.{digits}f}" if isinstance(v, float) and math.isfinite(v) else
-                      "–" if isinstance(v, float) else str(v))
+    number = lambda v: f"{v:.{digits}f}" if math.isfinite(v) else "–"
+    columns, cells = [], []
+    for key in summary[0]:
+        if key.endswith(" std"):
+            continue
+        if key.endswith(" mean"):
+            metric = key[:-len(" mean")]
+            columns.append(metric)
+            cells.append(lambda row, m=metric: number(row[f"{m} mean"]) + (
+                f" ± {number(row[f'{m} std'])}" if math.isfinite(row[f"{m} std"]) else ""))
+        else:
+            columns.append(key)
+            cells.append(lambda row, k=key: str(row[k]))
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(row[c]) for c in columns) + " |" for row in summary]
+    lines += ["| " + " | ".join(cell(row) for cell in cells) + " |" for row in summary]
     return "\n".join(lines)
 
 
@@ -504,7 +528,8 @@ def plot(sweep: Sweep, sweep_dir: str, rows: list[dict], metrics: Sequence[str])
         fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
         for trial in sweep.trials:
             key = tuple(trial.params[a] for a in axes)
-            points = [(r["iteration"], r[metric]) for r in read_records(trial_dir(sweep_dir, trial)) if metric in r]
+            points = [(r["iteration"], r[metric]) for r in read_records(trial_dir(sweep_dir, trial)) if metric in r
+                      and not (metric.startswith("train/") and r.get("train/steps", 1) == 0)]   # before learning
             if points:
                 xs, ys = zip(*points)
                 first_seed = trial.params["seed"] == sweep.trials[0].params["seed"]

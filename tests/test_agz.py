@@ -66,6 +66,15 @@ def test_bad_or_contradictory_values_are_one_line_errors(assignments, needle):
     assert needle in str(info.value) and "\n" not in str(info.value)
 
 
+def test_gating_games_need_to_split_over_the_devices_only_with_gating_on():
+    # 6 games on 2 devices: 6 / (2 · 2) = 1.5 pairs each. Only a problem when gating plays them.
+    config = override(preset("connect_four", "small"), ["gating_games=6"])
+    config.validate(num_devices=2)
+    with pytest.raises(ConfigError, match="gating_games=6"):
+        override(config, ["gating=true"]).validate(num_devices=2)
+    override(config, ["gating=true"]).validate(num_devices=1)    # 6 / 2 = 3 pairs
+
+
 def test_alphago_zero_preset_has_the_papers_numbers():
     c = preset("go_19x19", "alphago_zero").validate()
     assert (c.num_blocks, c.num_channels, c.value_hidden) == (19, 256, 256)        # stem + 19 = 20 blocks × 256

@@ -21,6 +21,15 @@ TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4",
 ATOL = 1e-5   # measured: ≤ 4e-7 between a member and its solo run (vmapped vs unbatched convolutions round differently)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def fast_compiles():
+    """These tiny programs run for milliseconds and compile for tens of seconds: XLA's optimisation passes are
+    switched off for this module (population and solo runs alike), and back on after it."""
+    jax.config.update("jax_disable_most_optimizations", True)
+    yield
+    jax.config.update("jax_disable_most_optimizations", False)
+
+
 def _config():
     return override(preset("tic_tac_toe", "small"), TINY)
 

@@ -20,7 +20,9 @@ TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "selfplay_batch_size
 
 def sweep_cli(*args, timeout=600):
     return subprocess.run([sys.executable, SCRIPT, "--platform", "cpu", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env={**os.environ, "XLA_FLAGS": ""})
+                          timeout=timeout, cwd=ROOT,
+                          # tiny trials: XLA's optimisation passes cost far more time than they save
+                          env={**os.environ, "XLA_FLAGS": "", "JAX_DISABLE_MOST_OPTIMIZATIONS": "1"})
 
 
 def write_spec(tmp_path, spec, name="spec.json"):
