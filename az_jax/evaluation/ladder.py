@@ -5,7 +5,8 @@ against each other; the games of all pairings go into one maximum-likelihood Bra
 (az_jax/evaluation/elo.py) anchored on a named player (uniform random = 0 by default) — the shape of the AlphaZero
 paper's Figure 1. Played matches are kept in RUN_DIR/ladder/matches.jsonl, so re-running after more training only
 plays the new pairings. Outputs, all in RUN_DIR/ladder/: ratings.csv, ratings.md, elo_vs_step.png, elo_vs_time.png
-(time = the run's own training wall-clock: the sum of its iteration and evaluation seconds in metrics.jsonl).
+(time = the run's own training wall-clock: the sum of its iteration, evaluation and gating seconds in
+metrics.jsonl).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def training_seconds(run_dir: str) -> dict[int, float]:
     total, out = 0.0, {}
     for record in read_metrics(run_dir):
         total += record.get("perf/iteration_seconds", 0.0) + sum(
-            v for k, v in record.items() if k.startswith("eval/") and k.endswith("seconds"))
+            v for k, v in record.items() if k.startswith(("eval/", "gating/")) and k.endswith("seconds"))
         out[int(record["iteration"])] = total
     return out
 
