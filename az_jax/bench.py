@@ -410,6 +410,7 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
             "jax_version": jax.__version__, "backend": jax.default_backend(),
             "platform": mesh.devices.flat[0].platform, "device_kind": mesh.devices.flat[0].device_kind,
             "num_devices": mesh.size, "devices": [str(d) for d in mesh.devices.flat], "cpu_count": os.cpu_count(),
+            "xla_flags": os.environ.get("XLA_FLAGS", ""),
         },
         "repeats": repeats,
         "selfplay": selfplay_figures,

@@ -1,7 +1,7 @@
 """`az-jax` — a thin command line over the library: train, play.
 
 On CPU, one XLA device uses about one core, so before JAX starts its backend the CLI asks for as many host devices as
-the machine has cores (override with --devices or JAX's own XLA_FLAGS).
+the machine has cores, each on one thread (az_jax/host_devices.py; override with --devices or JAX's own XLA_FLAGS).
 """
 import argparse
 import os
@@ -9,10 +9,8 @@ import sys
 
 
 def _setup_devices(requested: int | None) -> None:
-    import jax  # the backend starts on first use, so this still takes effect
-    if "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
-        return
-    jax.config.update("jax_num_cpu_devices", requested or os.cpu_count() or 1)
+    from az_jax import host_devices  # the backend starts on first use, so this still takes effect
+    host_devices.setup(requested)
 
 
 def _error(message: str, code: int = 2) -> int:

@@ -29,9 +29,9 @@ MAX_BUTTONS = 25        # games with more legal moves than this get a text box i
 def setup_cpu_devices(count: int | None = None) -> int:
     """One JAX host device per core (at most 8; or `count`) for CPU runtimes, as `az-jax` does; no effect on the
     GPU/TPU backend. Call it before anything creates a JAX array. Returns the count asked for."""
-    import jax
+    from az_jax import host_devices
     count = count or min(os.cpu_count() or 1, 8)
-    jax.config.update("jax_num_cpu_devices", count)
+    host_devices.setup(count, cores=min(os.cpu_count() or 1, 8))
     return count
 
 

@@ -1,0 +1,95 @@
+"""Runs the CPU benchmark cases behind README's performance table, each on 1 and 2 devices, one process per run, and
+writes the table.
+
+    python experiments/bench_suite.py                      # every case (~40 min on the 2-core VM)
+    python experiments/bench_suite.py --cases scaling_2x32 --devices 2
+    python experiments/bench_suite.py --table-only         # rebuild the table from the JSON already there
+
+Each run is `experiments/benchmark.py --game G --preset P --set ... --devices N --json
+experiments/results/bench_cpu_<case>_<N>dev.json`; the table goes to experiments/results/bench_cpu_table.md. Run it on
+an otherwise idle machine: every figure depends on the load (the JSON records the load average before and after).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+
+# The reference settings are those of the pgx AlphaZero example's table in issue 4 (6 × 128 network, Gumbel search
+# with 32 simulations, 32 games per batch, 16 plies per iteration, training batch 128).
+REFERENCE = ["num_blocks=6", "num_channels=128", "search=gumbel", "num_simulations=32", "selfplay_batch_size=32",
+             "selfplay_steps=16", "batch_size=128"]
+CASES = {
+    "connect_four_reference": ("connect_four", "small", REFERENCE),
+    "go_9x9_reference": ("go_9x9", "small", REFERENCE),
+    "connect_four_small": ("connect_four", "small", []),
+    "go_9x9_small": ("go_9x9", "small", []),
+    # A network small enough that one XLA CPU device keeps to one core: the 2-device scaling check.
+    "scaling_2x32": ("connect_four", "small", ["num_blocks=2", "num_channels=32"]),
+}
+
+
+def path_for(case: str, devices: int) -> str:
+    return os.path.join(RESULTS, f"bench_cpu_{case}_{devices}dev.json")
+
+
+def run(case: str, devices: int, repeats: int) -> None:
+    game, preset, overrides = CASES[case]
+    command = [sys.executable, os.path.join(HERE, "benchmark.py"), "--game", game, "--preset", preset,
+               "--devices", str(devices), "--repeats", str(repeats), "--json", path_for(case, devices)]
+    for override in overrides:
+        command += ["--set", override]
+    print("$", " ".join(command[1:]), flush=True)
+    subprocess.run(command, check=True)
+
+
+def table(cases) -> str:
+    lines = ["| case | game | devices | self-play positions/s | simulations/s | training samples/s | network share "
+             "of a ply | self-play MFU | compile s | recompiles after call 1 | load before |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for case in cases:
+        for devices in (1, 2):
+            if not os.path.exists(path_for(case, devices)):
+                continue
+            with open(path_for(case, devices)) as f:
+                r = json.load(f)
+            sp, comp, fl = r["selfplay"], r["compile"], r["flops"]
+            lines.append(
+                f"| {case} | {r['game']} | {devices} | {sp['positions_per_second']:.1f} | "
+                f"{sp['simulations_per_second']:,.0f} | {r['training']['samples_per_second']:.0f} | "
+                f"{100 * r['split']['share_of_ply']['network']:.0f}% | {100 * fl['selfplay_mfu']:.0f}% of "
+                f"{fl['peak_flops_per_second'] / 1e9:.0f} GFLOP/s | "
+                f"{comp['iteration_lower_plus_compile_seconds']:.1f} | {comp['backend_compiles_in_calls_2_and_3']} | "
+                f"{r['environment']['loadavg_before'][0]:.2f} |")
+    ratios = []
+    for case in cases:
+        paths = [path_for(case, d) for d in (1, 2)]
+        if all(os.path.exists(p) for p in paths):
+            one, two = (json.load(open(p))["selfplay"]["positions_per_second"] for p in paths)
+            ratios.append(f"{case}: 2 devices / 1 device = {two / one:.2f}x")
+    return "\n".join(lines + [""] + ratios) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES))
+    parser.add_argument("--devices", nargs="+", type=int, default=[1, 2])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--table-only", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.table_only:
+        for case in args.cases:
+            for devices in args.devices:
+                run(case, devices, args.repeats)
+    text = table(list(CASES))
+    with open(os.path.join(RESULTS, "bench_cpu_table.md"), "w") as f:
+        f.write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
