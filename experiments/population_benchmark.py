@@ -32,10 +32,10 @@ def timed(fn, *args):
     return time.perf_counter() - t0, out
 
 
-def run_population(config, num_members: int, iterations: int, member_shards: int, log):
+def run_population(config, num_members: int, iterations: int, member_shards: int, network_batching, log):
     from az_jax.population import Member, PopulationTrainer
     trainer = PopulationTrainer.create(config, [Member(seed=i) for i in range(num_members)],
-                                       member_shards=member_shards)
+                                       member_shards=member_shards, network_batching=network_batching)
     init_seconds, state = timed(trainer.init_state)
     first, (state, _) = timed(trainer.iteration, state)
     log(f"population: mesh {dict(trainer.mesh.shape)}, init {init_seconds:.1f} s, first iteration (compile + run) "
@@ -45,7 +45,8 @@ def run_population(config, num_members: int, iterations: int, member_shards: int
         seconds, (state, metrics) = timed(trainer.iteration, state)
         times.append(seconds)
         log(f"population: iteration {i + 2}: {seconds:.2f} s")
-    return {"mesh": dict(trainer.mesh.shape), "init_seconds": init_seconds, "first_iteration_seconds": first,
+    return {"mesh": dict(trainer.mesh.shape), "network_batching": trainer.network_batching,
+            "init_seconds": init_seconds, "first_iteration_seconds": first,
             "iteration_seconds": times}, trainer.member_state(state, 0).params
 
 
@@ -87,11 +88,15 @@ def main(argv=None) -> int:
     parser.add_argument("--member-shards", type=int, default=1,
                         help="device groups the members are split over (default 1: every member's games over all "
                              "devices, as each member alone is trained, so member 0 can be compared exactly)")
+    parser.add_argument("--network-batching", choices=["vmap", "loop"], default=None,
+                        help="the network under the member vmap: batched (vmap) or once per member (loop); "
+                             "default loop on CPU, vmap on GPU/TPU (az_jax/population.py)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
 
+    from az_jax import host_devices
+    host_devices.setup(args.devices)          # as az-jax does: one device per core, one thread each
     import jax
-    jax.config.update("jax_num_cpu_devices", args.devices or os.cpu_count() or 1)
     import numpy as np
     from az_jax import config as config_lib
     log = lambda message: print(f"population_benchmark: {message}", file=sys.stderr, flush=True)
@@ -100,7 +105,8 @@ def main(argv=None) -> int:
     positions = config.positions_per_iteration
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    population, pop_params = run_population(config, args.members, args.iterations, args.member_shards, log)
+    population, pop_params = run_population(config, args.members, args.iterations, args.member_shards,
+                                            args.network_batching, log)
     population["wall_seconds"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     sequential, seq_params = run_sequential(config, args.members, args.iterations, log)
@@ -128,15 +134,16 @@ def main(argv=None) -> int:
         "member0_max_abs_param_diff": diff, "load_average_before": load_before, "load_average_after": load_after,
     }
     path = args.json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                                     f"population_{result['backend']}_{args.game}_{args.members}members.json")
+                                     f"population_{result['backend']}_{args.game}_{args.members}members_"
+                                     f"{population['network_batching']}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         json.dump(result, f, indent=2)
     print(f"{args.members} × {args.game} ({args.preset}; {positions} positions per member-iteration, "
           f"{config.num_simulations} simulations/move) on {result['devices']} {result['backend']} devices")
     print(f"{'':22}{'positions/s':>12}{'per member':>12}{'s per call':>13}{'first call s':>13}{'wall s':>9}")
-    for name, mode, per_it in (("one program (vmap)", population, pop_iter), ("one after another", sequential,
-                                                                              seq_iter)):
+    for name, mode, per_it in ((f"one program ({population['network_batching']})", population, pop_iter),
+                               ("one after another", sequential, seq_iter)):
         first = mode["first_iteration_seconds"]
         first = first if isinstance(first, float) else first[0]
         print(f"{name:22}{mode['positions_per_second']:>12.0f}{mode['positions_per_second_per_member']:>12.0f}"
