@@ -1,0 +1,43 @@
+"""Lower and compile time of one game/preset's training iteration, nothing run (experiments/PERFORMANCE.md §3).
+
+    python experiments/compile_time.py --game connect_four --preset small [--devices 2] [--set train_ratio=0.125]
+
+XLA_FLAGS are taken from the environment, so compiler flags can be compared run against run; with
+JAX_COMPILATION_CACHE_DIR set (and JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0), a second run shows the cost of a
+persistent-cache hit.
+"""
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--game", default="connect_four")
+    parser.add_argument("--preset", default="small")
+    parser.add_argument("--devices", type=int, default=None, help="host devices (default: one per core)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    from az_jax import host_devices
+    host_devices.setup(args.devices)
+    from az_jax.config import override, preset
+    from az_jax.iteration import Trainer, make_mesh
+
+    config = override(preset(args.game, args.preset), args.set)
+    trainer = Trainer(config, make_mesh())
+    t0 = time.perf_counter()
+    lowered = trainer.iteration.lower(trainer.abstract_state())
+    t1 = time.perf_counter()
+    lowered.compile()
+    t2 = time.perf_counter()
+    print(f"{args.game} {args.preset} {args.set} on {trainer.num_devices} devices, G = "
+          f"{config.train_steps_per_iteration} gradient steps, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}: "
+          f"lower {t1 - t0:.1f} s, compile {t2 - t1:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
