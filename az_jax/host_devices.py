@@ -15,6 +15,14 @@ import os
 SINGLE_THREAD_FLAG = "--xla_cpu_multi_thread_eigen=false"
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, e.g. a sweep trial pinned to its share), else all."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:     # no sched_getaffinity (macOS)
+        return os.cpu_count() or 1
+
+
 def xla_flags(flags: str, count: int, cores: int) -> str:
     """XLA_FLAGS for `count` host devices on `cores` cores: `flags` plus one Eigen thread per device when there is at
     least one device per core, unless `flags` already says how many threads (the user's flags win)."""
@@ -24,14 +32,14 @@ def xla_flags(flags: str, count: int, cores: int) -> str:
 
 
 def setup(count: int | None = None, cores: int | None = None) -> int:
-    """Asks JAX for `count` host devices (default: one per core) and sets XLA_FLAGS by `xla_flags`. Leaves everything
+    """Asks JAX for `count` host devices (default: one per available core) and sets XLA_FLAGS by `xla_flags`. Leaves everything
     alone when XLA_FLAGS already sets the device count. Returns the device count asked for (0 when XLA_FLAGS
     decided)."""
     import jax
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" in flags:
         return 0
-    cores = cores or os.cpu_count() or 1
+    cores = cores or available_cores()
     count = count or cores
     jax.config.update("jax_num_cpu_devices", count)
     os.environ["XLA_FLAGS"] = xla_flags(flags, count, cores)
