@@ -1,11 +1,35 @@
-"""Shared test set-up: two host CPU devices, and tiny networks (one whose outputs carry no information).
+"""Shared test set-up: two host CPU devices, a persistent compilation cache for the session, a switch for XLA's
+optimisation passes, and tiny networks (one whose outputs carry no information).
 
 `jax_num_cpu_devices` must be set before JAX initialises its backend, i.e. before anything calls `jax.devices()` or
 creates an array, so it is the first thing this file does (pytest imports conftest.py before any test module).
+
+The compilation cache: many tests compile the same XLA programs again (a run and its resumed half, the same tiny run
+in the CLI and the evaluation tests, `az-jax` subprocesses, sweep trials, notebook kernels). The pytest process that
+starts the session (the pytest-xdist controller, or the only process) makes one empty cache directory and exports it
+through JAX's own environment variables, so the xdist workers and every subprocess the tests start (which inherit
+os.environ) share it; it is removed when that process ends. A program is loaded from the cache only when its HLO,
+compile options, XLA flags and devices are all equal, so results are those of a fresh compile.
 """
+import os
+import shutil
+import tempfile
+
 import jax
 
 jax.config.update("jax_num_cpu_devices", 2)
+
+_CACHE_OWNER = "AZ_JAX_TEST_XLA_CACHE" not in os.environ
+if _CACHE_OWNER:
+    os.environ["AZ_JAX_TEST_XLA_CACHE"] = tempfile.mkdtemp(prefix="az_jax_test_xla_cache_")
+XLA_CACHE_DIR = os.environ["AZ_JAX_TEST_XLA_CACHE"]
+os.environ.update(JAX_COMPILATION_CACHE_DIR=XLA_CACHE_DIR, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+jax.config.update("jax_compilation_cache_dir", XLA_CACHE_DIR)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+
+# For subprocesses whose tiny programs run for milliseconds and compile for tens of seconds: XLA's optimisation passes
+# off (`env={**os.environ, **FAST_COMPILES}`).
+FAST_COMPILES = {"JAX_DISABLE_MOST_OPTIMIZATIONS": "1"}
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
@@ -83,3 +107,18 @@ def two_devices():
     devices = jax.devices()
     assert len(devices) == 2, f"conftest.py asked for 2 CPU devices, JAX has {devices}"
     return devices
+
+
+@pytest.fixture
+def fast_compiles():
+    """XLA's optimisation passes off for one test, in this process (FAST_COMPILES does it for subprocesses): for tests
+    of tiny programs that run for milliseconds and compile for tens of seconds, whose checks do not depend on how
+    the machine code is optimised (a run and the run it is compared with both compile this way)."""
+    jax.config.update("jax_disable_most_optimizations", True)
+    yield
+    jax.config.update("jax_disable_most_optimizations", False)
+
+
+def pytest_unconfigure(config):
+    if _CACHE_OWNER:
+        shutil.rmtree(XLA_CACHE_DIR, ignore_errors=True)

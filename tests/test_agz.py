@@ -26,6 +26,9 @@ from ttt_minimax import perfect_player
 
 K = {v: k for k, v in enumerate(resign.GRID)}  # threshold -> its index in the grid
 
+# Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
+pytestmark = pytest.mark.usefixtures("fast_compiles")
+
 
 # --- the variant and its switches ----------------------------------------------------------------------------------
 def test_variant_sets_the_switches_and_explicit_switches_win():
@@ -265,25 +268,9 @@ TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4",
         "gating_games=8", "resign_disabled_fraction=0.5", "resign_calibration_games=2"]
 
 
-@pytest.fixture
-def compilation_cache(tmp_path):
-    """A persistent compilation cache for this test only: the resumed run below loads the programs the first run
-    compiled (the same XLA programs a fresh process would compile again), instead of spending ~40 s compiling them."""
-    from jax.experimental.compilation_cache import compilation_cache as cc
-    keys = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
-            "jax_persistent_cache_min_entry_size_bytes")
-    saved = {k: getattr(jax.config, k) for k in keys}
-    for k, v in zip(keys, (str(tmp_path / "jax_cache"), 0, 0)):
-        jax.config.update(k, v)
-    cc.reset_cache()
-    yield
-    for k, v in saved.items():
-        jax.config.update(k, v)
-    cc.reset_cache()
-
-
-def test_tiny_connect_four_run_gates_twice_recalibrates_v_resign_and_resumes_exactly(tmp_path, two_devices,
-                                                                                      compilation_cache):
+def test_tiny_connect_four_run_gates_twice_recalibrates_v_resign_and_resumes_exactly(tmp_path, two_devices):
+    # The resumed run below loads the programs the first run compiled from the session's compilation cache
+    # (conftest.py) instead of compiling them again.
     config = override(preset("connect_four", "small_agz"), TINY)
     assert config.variant == "alphago_zero" and all(config.switches.values())
     run_dir = str(tmp_path / "agz")

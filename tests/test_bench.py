@@ -37,6 +37,7 @@ def bench(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench") / "bench.json"
     sets = [arg for key, value in TINY.items() for arg in ("--set", f"{key}={value}")]
     env = {**os.environ, "XLA_FLAGS": "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)   # the compile figures are of real compiles, not of the session's cache
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "experiments", "benchmark.py"), "--game", "connect_four", "--devices",
          "2", "--repeats", "1", *sets, "--json", str(out)], capture_output=True, text=True, timeout=600, env=env,

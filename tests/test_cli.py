@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from conftest import FAST_COMPILES
+
 TINY = ["--set", "num_blocks=1", "--set", "num_channels=8", "--set", "value_hidden=8", "--set", "num_simulations=4",
         "--set", "selfplay_batch_size=8", "--set", "selfplay_steps=3", "--set", "replay_capacity=256",
         "--set", "batch_size=16", "--set", "min_replay_size=16", "--set", "eval_every=0",
@@ -13,7 +15,10 @@ TINY = ["--set", "num_blocks=1", "--set", "num_channels=8", "--set", "value_hidd
 
 
 def az(*args, timeout=300):
-    env = {**os.environ, "XLA_FLAGS": ""}
+    """`az-jax ARGS` in a subprocess on 2 host devices. Its programs are tiny: XLA's optimisation passes are off, and
+    it shares the session's compilation cache (conftest.py), so the tiny run that this file and test_evaluation.py
+    both train is compiled once."""
+    env = {**os.environ, **FAST_COMPILES, "XLA_FLAGS": ""}
     return subprocess.run([sys.executable, "-m", "az_jax.cli", "--devices", "2", *args], capture_output=True,
                           text=True, timeout=timeout, env=env)
 

@@ -14,6 +14,9 @@ import pytest
 
 import envs
 
+# Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
+pytestmark = pytest.mark.usefixtures("fast_compiles")
+
 ALL_GAMES = list(envs.GAMES)
 DRAW_AT_CAP = [name for name, spec in envs.GAMES.items() if spec.cap_rule == "draw"]
 # Chess, shogi and 19×19 Go are slow to step on CPU (random chess and shogi games often last 512 plies): 2 games.

@@ -25,6 +25,7 @@ from az_jax.config import override, preset
 from az_jax.iteration import Trainer, make_mesh
 from az_jax.loop import train_and_evaluate
 from az_jax.metrics import read_metrics
+from conftest import FAST_COMPILES
 
 TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4", "selfplay_batch_size=8",
         "selfplay_steps=4", "replay_capacity=256", "batch_size=16", "min_replay_size=16", "train_ratio=1",
@@ -48,7 +49,7 @@ def _free_port() -> int:
 def _run_two_processes(tmp_path, run_dir, args):
     """Starts process 0 and 1 of `az-jax train ARGS` and waits for both; kills both on failure or timeout."""
     port = _free_port()
-    env = {**os.environ, "XLA_FLAGS": "", "JAX_PLATFORMS": "cpu"}
+    env = {**os.environ, **FAST_COMPILES, "XLA_FLAGS": "", "JAX_PLATFORMS": "cpu"}
     procs, logs = [], []
     try:
         for pid in range(2):
@@ -83,7 +84,8 @@ def _leaves(state) -> dict:
             for path, leaf in jax.tree_util.tree_leaves_with_path(jax.device_get(state))}
 
 
-def test_two_processes_train_the_run_one_process_with_two_devices_trains(tmp_path, two_devices):
+def test_two_processes_train_the_run_one_process_with_two_devices_trains(tmp_path, two_devices, fast_compiles):
+    # XLA's optimisation passes off here and in the two processes (conftest.py): tiny programs, compile-bound.
     # The reference: one process, both devices, 4 iterations straight (evaluation at 4, as in the two-process run).
     reference = _leaves(train_and_evaluate(_config("eval_every=4"), str(tmp_path / "single"), progress=False))
     single = read_metrics(str(tmp_path / "single"))

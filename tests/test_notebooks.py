@@ -9,6 +9,8 @@ import nbformat
 import papermill
 import pytest
 
+from conftest import FAST_COMPILES
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLAB = os.path.join(ROOT, "colab")
 NOTEBOOKS = ("quickstart.ipynb", "accelerators.ipynb")
@@ -24,14 +26,12 @@ PLAY_SIMULATIONS = 12
 
 
 @pytest.fixture(scope="module", autouse=True)
-def compilation_cache(tmp_path_factory):
-    """The kernels share a persistent XLA compilation cache (the resumed accelerator run does not compile again) and
-    skip XLA's optimisation passes (the tiny programs run for milliseconds and would compile for tens of seconds)."""
-    saved = {k: os.environ.get(k) for k in ("JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
-                                            "JAX_DISABLE_MOST_OPTIMIZATIONS", "XLA_FLAGS")}
-    os.environ.update(JAX_COMPILATION_CACHE_DIR=str(tmp_path_factory.mktemp("xla_cache")),
-                      JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", JAX_DISABLE_MOST_OPTIMIZATIONS="1",
-                      XLA_FLAGS="")
+def kernel_environment():
+    """The kernels inherit the session's persistent XLA compilation cache (conftest.py: the resumed accelerator run
+    does not compile again) and skip XLA's optimisation passes (the tiny programs run for milliseconds and would
+    compile for tens of seconds)."""
+    saved = {k: os.environ.get(k) for k in ("JAX_DISABLE_MOST_OPTIMIZATIONS", "XLA_FLAGS")}
+    os.environ.update(FAST_COMPILES, XLA_FLAGS="")
     yield
     for key, value in saved.items():
         if value is None:
@@ -144,17 +144,17 @@ def test_drive_fallback_and_run_status(tmp_path, capsys):
     assert notebook.run_status(run_dir, 20) == f"resuming from checkpoint 10 of 20 in {run_dir}"
 
 
-def test_game_session_typed_and_widget_moves(monkeypatch):
-    import jax
+def test_game_session_typed_and_widget_moves(monkeypatch, fast_compiles):
     import jax.numpy as jnp
     from az_jax import agent as agent_lib, networks, notebook
     from az_jax.config import override, preset
+    from conftest import tiny_variables
     from envs import make_env
     config = override(preset("tic_tac_toe", "small"), ["num_blocks=1", "num_channels=8", "value_hidden=8",
                                                        "eval_simulations=6"])
     env = make_env("tic_tac_toe")[0]
     net = networks.make_network(config, env.num_actions)
-    variables = net.init(jax.random.key(0), jnp.zeros((1, *env.observation_shape)), train=False)
+    variables = tiny_variables(net, jnp.zeros((1, *env.observation_shape)))   # drawn with NumPy: no init program
     session = notebook.GameSession(agent_lib.Agent(config=config, variables=variables), human_first=False, seed=1)
     # The agent moved first; the analysis it played from covers the 9 empty cells and 6 simulations.
     first = session.last_analysis

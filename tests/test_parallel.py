@@ -17,6 +17,9 @@ from az_jax import iteration, learner, replay
 from az_jax.config import Config, override, preset
 from conftest import random_batch, tiny_network, tiny_variables
 
+# Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
+pytestmark = pytest.mark.usefixtures("fast_compiles")
+
 AXIS = iteration.DEVICE_AXIS
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"  # jax._src.dispatch.BACKEND_COMPILE_EVENT
 
@@ -104,6 +107,8 @@ def test_iteration_compiles_once_and_keeps_devices_in_step(trainer):
             compiles.clear()
             state, metrics = trainer.iteration(state)
             # The first call compiles; the second and third reuse it (same shapes, dtypes and shardings in and out).
+            # (No other test compiles this config's iteration, so the session's compilation cache, conftest.py,
+            # cannot serve the first call.)
             assert trainer.iteration._cache_size() == 1, f"iteration retraced on call {call}"
             if call == 1:
                 assert compiles  # the listener does see compilations

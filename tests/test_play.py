@@ -14,6 +14,9 @@ import pytest
 from envs import GAMES, make_env
 from envs import notation as nt
 
+# Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
+pytestmark = pytest.mark.usefixtures("fast_compiles")
+
 # Plies of random play per game (chess and shogi compile slowly: one short game each).
 PLIES = {"tic_tac_toe": 9, "connect_four": 24, "othello": 40, "hex": 30, "go_9x9": 40, "go_19x19": 24,
          "chess": 30, "gardner_chess": 30, "shogi": 30, "animal_shogi": 30}

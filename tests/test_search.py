@@ -17,6 +17,9 @@ import envs
 from az_jax import search
 from conftest import uninformative_model
 
+# Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
+pytestmark = pytest.mark.usefixtures("fast_compiles")
+
 POSITIONS = {
     "tic_tac_toe": [
         # X: 0 1, O: 3 4. X to move wins at 2 (top row); O's threat at 5 does not matter.

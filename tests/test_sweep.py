@@ -93,20 +93,23 @@ def test_devices_and_shards():
 
 
 def test_tiny_sweep_runs_in_parallel_tabulates_and_skips_finished_trials(tmp_path):
+    # The grid's outer axis (training length) leaves the compiled iteration as it is, the inner one (the learning
+    # rate, a constant in the program) does not: trials 0 and 1 compile the two programs side by side, and trials 2
+    # and 3 load them from the compilation cache the trial processes share (conftest.py's, for the test session).
     spec = write_spec(tmp_path, {"name": "tiny", "game": "tic_tac_toe", "set": TINY,
-                                 "grid": {"num_simulations": [2, 4], "learning_rates": [0.1, 0.05]}})
+                                 "grid": {"num_iterations": [1, 2], "learning_rates": [0.1, 0.05]}})
     sweep_dir = tmp_path / "sweep"
     result = sweep_cli(spec, "--sweep-dir", str(sweep_dir), "--parallel", "2", "--devices", "0,1")
     assert result.returncode == 0, result.stderr[-3000:]
 
     with open(sweep_dir / "results.csv") as f:
         rows = list(csv.DictReader(f))
-    # 2 × 2 grid, one seed: 4 rows in trial order, each trained 1 iteration of 8 games × 9 plies = 72 positions and
-    # round(0.25 × 72 / 16) = 1 gradient step at its own learning rate.
-    assert [(r["num_simulations"], r["learning_rates"]) for r in rows] == \
-        [("2", "0.1"), ("2", "0.05"), ("4", "0.1"), ("4", "0.05")]
+    # 2 × 2 grid, one seed: 4 rows in trial order, each trained its 1 or 2 iterations; its last iteration played
+    # 8 games × 9 plies = 72 positions and took round(0.25 × 72 / 16) = 1 gradient step at its own learning rate.
+    assert [(r["num_iterations"], r["learning_rates"]) for r in rows] == \
+        [("1", "0.1"), ("1", "0.05"), ("2", "0.1"), ("2", "0.05")]
     for row in rows:
-        assert row["status"] == "done" and row["iteration"] == "1"
+        assert row["status"] == "done" and row["iteration"] == row["num_iterations"]
         assert float(row["selfplay/positions"]) == 72 and float(row["train/steps"]) == 1
         assert float(row["train/learning_rate"]) == pytest.approx(float(row["learning_rates"]))
         assert float(row["train/value_loss"]) > 0
@@ -117,9 +120,9 @@ def test_tiny_sweep_runs_in_parallel_tabulates_and_skips_finished_trials(tmp_pat
     assert done[0]["started"] < done[1]["ended"] and done[1]["started"] < done[0]["ended"]
     assert "--devices 1 train" in (sweep_dir / rows[0]["trial"] / "train.log").read_text()
     assert os.path.exists(sweep_dir / "plots" / "train_value_loss.png")
-    assert "| 4 | 0.05 | 1 |" in (sweep_dir / "summary.md").read_text()
+    assert "| 2 | 0.05 | 1 |" in (sweep_dir / "summary.md").read_text()
 
-    # Re-run: nothing left to run. One trial lost its done.json but has its final checkpoint: skipped as well.
+    # Re-run: nothing left to run. One trial lost its done.json but has its final checkpoint (2): skipped as well.
     os.remove(sweep_dir / rows[3]["trial"] / "done.json")
     again = sweep_cli(spec, "--sweep-dir", str(sweep_dir), "--parallel", "2", "--devices", "0,1")
     assert again.returncode == 0, again.stderr[-3000:]
@@ -129,7 +132,7 @@ def test_tiny_sweep_runs_in_parallel_tabulates_and_skips_finished_trials(tmp_pat
 
     # The same sweep dir with a changed spec is refused before anything runs.
     changed = write_spec(tmp_path, {"name": "tiny", "game": "tic_tac_toe", "set": TINY + ["c_init=2"],
-                                    "grid": {"num_simulations": [2, 4], "learning_rates": [0.1, 0.05]}}, "b.json")
+                                    "grid": {"num_iterations": [1, 2], "learning_rates": [0.1, 0.05]}}, "b.json")
     refused = sweep_cli(changed, "--sweep-dir", str(sweep_dir), "--dry-run")
     assert refused.returncode == 2 and "holds another sweep's trial" in refused.stderr
 

@@ -25,6 +25,9 @@ from az_jax import search
 from envs import GAMES
 from envs import symmetries as sym
 
+# Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
+pytestmark = pytest.mark.usefixtures("fast_compiles")
+
 SYMMETRIC_GAMES = [name for name, spec in GAMES.items() if spec.symmetries]
 # Plies of random play per game. Hex plays to the end (at most 121 plies): before a win its observation is only
 # stones, so a transform that broke adjacency or swapped the goals would show only in when and whom the game ends.

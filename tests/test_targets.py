@@ -17,6 +17,9 @@ import envs
 from az_jax import replay, selfplay
 from conftest import tiny_network, tiny_variables
 
+# Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
+pytestmark = pytest.mark.usefixtures("fast_compiles")
+
 
 @functools.cache
 def _jitted_env(name: str):
