@@ -172,13 +172,11 @@ class Trainer:
             carry, metrics = jax.tree.map(lambda n, o: jnp.where(ready, n, o), (new[:3], new[3]), (carry, zeros))
             return carry, metrics
 
-        # XLA:CPU runs the network's backward pass ~25x slower inside a rolled while loop than unrolled (measured:
-        # 8 grads of the 3x32 connect_four net, batch 256: 19.5 s rolled vs 0.75 s unrolled; experiments/
-        # PERFORMANCE.md), so on CPU the G steps are unrolled. Accelerators keep the rolled loop (faster compile).
-        unroll = cfg.train_steps_per_iteration if jax.default_backend() == "cpu" else 1
+        # A rolled loop on every backend: on CPU the network's convolutions use az_jax/conv.py's gradient, without
+        # which XLA:CPU ran the backward pass ~12-25x slower inside a loop and the steps had to be unrolled (each
+        # unrolled step cost ~2 s of compile; experiments/PERFORMANCE.md §1, §4).
         (params, batch_stats, opt_state), metrics = jax.lax.scan(
-            learn, (params, batch_stats, opt_state), jax.random.split(learn_key, cfg.train_steps_per_iteration),
-            unroll=unroll)
+            learn, (params, batch_stats, opt_state), jax.random.split(learn_key, cfg.train_steps_per_iteration))
         return params, batch_stats, opt_state, ready, jax.tree.map(jnp.mean, metrics)
 
     def _local_iteration(self, state: TrainState) -> tuple[TrainState, dict]:

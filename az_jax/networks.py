@@ -4,10 +4,14 @@ Input is a batch of pgx observations [B, H, W, C] (bool or float), already from 
 (policy logits [B, A] over all actions, value [B] in [-1, 1] for the player to move). Illegal actions are masked by the
 caller (search.py, learner.py), never here.
 """
-from typing import Any
+from typing import Any, Callable
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
+from jax import lax
+
+from az_jax import conv as conv_lib
 
 
 class ResidualBlock(nn.Module):
@@ -15,10 +19,12 @@ class ResidualBlock(nn.Module):
     channels: int
     dtype: Any
     axis_name: str | None
+    conv: Callable = lax.conv_general_dilated
 
     @nn.compact
     def __call__(self, x, train: bool):
-        conv = lambda: nn.Conv(self.channels, (3, 3), use_bias=False, dtype=self.dtype)
+        conv = lambda: nn.Conv(self.channels, (3, 3), use_bias=False, dtype=self.dtype,
+                               conv_general_dilated=self.conv)
         bn = lambda: nn.BatchNorm(use_running_average=not train, axis_name=self.axis_name, dtype=self.dtype)
         y = nn.relu(bn()(conv()(x)))
         y = bn()(conv()(y))
@@ -32,27 +38,34 @@ class AlphaZeroNet(nn.Module):
     value_hidden: int = 256
     dtype: Any = jnp.float32      # compute dtype; parameters are always float32
     axis_name: str | None = None  # device axis for cross-device batch norm while learning (None: local batch)
+    conv: Callable = lax.conv_general_dilated  # the convolution (same forward pass; see make_network)
 
     @nn.compact
     def __call__(self, obs, train: bool = False):
         """obs: [B, H, W, C] → (logits [B, A] float32, value [B] float32)."""
         bn = lambda: nn.BatchNorm(use_running_average=not train, axis_name=self.axis_name, dtype=self.dtype)
         x = obs.astype(self.dtype)
-        x = nn.relu(bn()(nn.Conv(self.channels, (3, 3), use_bias=False, dtype=self.dtype)(x)))
+        conv = lambda features, size: nn.Conv(features, size, use_bias=False, dtype=self.dtype,
+                                              conv_general_dilated=self.conv)
+        x = nn.relu(bn()(conv(self.channels, (3, 3))(x)))
         for _ in range(self.num_blocks):
-            x = ResidualBlock(self.channels, self.dtype, self.axis_name)(x, train)
+            x = ResidualBlock(self.channels, self.dtype, self.axis_name, self.conv)(x, train)
         batch = x.shape[0]
         # Policy head: conv 1×1 (2 filters) → BN → ReLU → FC to the action logits.
-        p = nn.relu(bn()(nn.Conv(2, (1, 1), use_bias=False, dtype=self.dtype)(x)))
+        p = nn.relu(bn()(conv(2, (1, 1))(x)))
         logits = nn.Dense(self.num_actions, dtype=self.dtype)(p.reshape(batch, -1))
         # Value head: conv 1×1 (1 filter) → BN → ReLU → FC hidden → ReLU → FC 1 → tanh.
-        v = nn.relu(bn()(nn.Conv(1, (1, 1), use_bias=False, dtype=self.dtype)(x)))
+        v = nn.relu(bn()(conv(1, (1, 1))(x)))
         v = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(v.reshape(batch, -1)))
         v = jnp.tanh(nn.Dense(1, dtype=self.dtype)(v))
         return logits.astype(jnp.float32), v[:, 0].astype(jnp.float32)
 
 
 def make_network(config, num_actions: int, axis_name: str | None = None) -> AlphaZeroNet:
+    """The network of `config`. On CPU its convolutions take az_jax/conv.py's gradient, which XLA:CPU runs at full
+    speed inside the learner's `lax.scan` of gradient steps (same values; experiments/PERFORMANCE.md §4); accelerators
+    keep JAX's own."""
     dtype = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}[config.compute_dtype]
+    conv = conv_lib.conv_general_dilated if jax.default_backend() == "cpu" else lax.conv_general_dilated
     return AlphaZeroNet(num_actions=num_actions, num_blocks=config.num_blocks, channels=config.num_channels,
-                        value_hidden=config.value_hidden, dtype=dtype, axis_name=axis_name)
+                        value_hidden=config.value_hidden, dtype=dtype, axis_name=axis_name, conv=conv)
