@@ -184,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sw = sub.add_parser("sweep", help="run a hyperparameter sweep (JSON spec): trials in parallel processes, "
                                       "finished ones skipped, results.csv and plots")
-    sw.add_argument("spec", help="the sweep spec, a JSON file (see az_jax/sweep.py and experiments/README.md)")
+    sw.add_argument("spec", help="the sweep spec, a JSON file (see az_jax/sweep/spec.py and experiments/README.md)")
     sw.add_argument("--sweep-dir", default=None, help="where the trials' run dirs go (default runs/sweeps/NAME)")
     sw.add_argument("--parallel", type=int, default=1, help="trials at once, each on its own share of the devices")
     sw.add_argument("--devices", dest="device_ids", default=None, metavar="IDS",

@@ -218,8 +218,12 @@ class Trainer:
         # check_vma=False: mctx's internal while_loops are not written for shard_map's varying-axis types. The
         # replicated outputs are made identical by construction (pmean'd gradients, synchronised batch norm);
         # learner.train_step's pmean relies on this mode (see its docstring).
+        # Explicit output shardings: without them a 1-device mesh returns single-device arrays, and the next call,
+        # whose inputs are those outputs, is a new jit signature (a retrace) although it compiles nothing new.
+        out_shardings = jax.tree.map(lambda spec: NamedSharding(self.mesh, spec), out_specs,
+                                     is_leaf=lambda x: isinstance(x, P))
         return jax.jit(jax.shard_map(fn, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False),
-                       donate_argnums=donate_argnums)
+                       out_shardings=out_shardings, donate_argnums=donate_argnums)
 
     @functools.cached_property
     def selfplay_only(self):

@@ -6,7 +6,8 @@ writes the table.
     python experiments/bench_suite.py --table-only         # rebuild the table from the JSON already there
 
 Each run is `experiments/benchmark.py --game G --preset P --set ... --devices N --json
-experiments/results/bench_cpu_<case>_<N>dev.json`; the table goes to experiments/results/bench_cpu_table.md. Run it on
+experiments/results/bench_cpu_<case>_<N>dev.json`; the scaling case also runs on 1 device with one Eigen thread
+(`..._1dev_one_thread.json`), for the per-core scaling. The table goes to experiments/results/bench_cpu_table.md. Run it on
 an otherwise idle machine: every figure depends on the load (the JSON records the load average before and after).
 """
 import argparse
@@ -30,20 +31,28 @@ CASES = {
     # A network small enough that one XLA CPU device keeps to one core: the 2-device scaling check.
     "scaling_2x32": ("connect_four", "small", ["num_blocks=2", "num_channels=32"]),
 }
+# Cases also run on 1 device restricted to one Eigen thread (one core): the per-core scaling of 2 devices.
+ONE_THREAD_CASES = ("scaling_2x32",)
+ONE_THREAD = "1dev_one_thread"
 
 
-def path_for(case: str, devices: int) -> str:
-    return os.path.join(RESULTS, f"bench_cpu_{case}_{devices}dev.json")
+def path_for(case: str, devices: int | str) -> str:
+    name = devices if isinstance(devices, str) else f"{devices}dev"
+    return os.path.join(RESULTS, f"bench_cpu_{case}_{name}.json")
 
 
-def run(case: str, devices: int, repeats: int) -> None:
+def run(case: str, devices: int, repeats: int, one_thread: bool = False) -> None:
     game, preset, overrides = CASES[case]
+    out = path_for(case, ONE_THREAD if one_thread else devices)
     command = [sys.executable, os.path.join(HERE, "benchmark.py"), "--game", game, "--preset", preset,
-               "--devices", str(devices), "--repeats", str(repeats), "--json", path_for(case, devices)]
+               "--devices", str(devices), "--repeats", str(repeats), "--json", out]
     for override in overrides:
         command += ["--set", override]
-    print("$", " ".join(command[1:]), flush=True)
-    subprocess.run(command, check=True)
+    env = dict(os.environ)
+    if one_thread:
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_cpu_multi_thread_eigen=false".strip()
+    print("$", "XLA_FLAGS=--xla_cpu_multi_thread_eigen=false" if one_thread else "", " ".join(command[1:]), flush=True)
+    subprocess.run(command, check=True, env=env)
 
 
 def table(cases) -> str:
@@ -51,14 +60,15 @@ def table(cases) -> str:
              "of a ply | self-play MFU | compile s | recompiles after call 1 | load before |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for case in cases:
-        for devices in (1, 2):
+        for devices in (1, ONE_THREAD, 2):
             if not os.path.exists(path_for(case, devices)):
                 continue
             with open(path_for(case, devices)) as f:
                 r = json.load(f)
             sp, comp, fl = r["selfplay"], r["compile"], r["flops"]
+            label = "1 (one thread)" if devices == ONE_THREAD else devices
             lines.append(
-                f"| {case} | {r['game']} | {devices} | {sp['positions_per_second']:.1f} | "
+                f"| {case} | {r['game']} | {label} | {sp['positions_per_second']:.1f} | "
                 f"{sp['simulations_per_second']:,.0f} | {r['training']['samples_per_second']:.0f} | "
                 f"{100 * r['split']['share_of_ply']['network']:.0f}% | {100 * fl['selfplay_mfu']:.0f}% of "
                 f"{fl['peak_flops_per_second'] / 1e9:.0f} GFLOP/s | "
@@ -70,6 +80,10 @@ def table(cases) -> str:
         if all(os.path.exists(p) for p in paths):
             one, two = (json.load(open(p))["selfplay"]["positions_per_second"] for p in paths)
             ratios.append(f"{case}: 2 devices / 1 device = {two / one:.2f}x")
+        if os.path.exists(path_for(case, ONE_THREAD)) and os.path.exists(paths[1]):
+            one = json.load(open(path_for(case, ONE_THREAD)))["selfplay"]["positions_per_second"]
+            two = json.load(open(paths[1]))["selfplay"]["positions_per_second"]
+            ratios.append(f"{case}: 2 devices / 1 device on one thread (one core) = {two / one:.2f}x")
     return "\n".join(lines + [""] + ratios) + "\n"
 
 
@@ -84,6 +98,8 @@ def main(argv=None) -> int:
         for case in args.cases:
             for devices in args.devices:
                 run(case, devices, args.repeats)
+                if devices == 1 and case in ONE_THREAD_CASES:
+                    run(case, 1, args.repeats, one_thread=True)
     text = table(list(CASES))
     with open(os.path.join(RESULTS, "bench_cpu_table.md"), "w") as f:
         f.write(text)

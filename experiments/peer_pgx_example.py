@@ -131,6 +131,7 @@ def main(argv=None) -> int:
     }
     if ours is not None:
         result["az_jax"] = ours.summary([r["az_jax"] for r in records])
+        result["az_jax"].update(paired_ratios(records))
     text = json.dumps(result, indent=1)
     if args.json:
         with open(args.json, "w") as f:
@@ -147,8 +148,25 @@ def main(argv=None) -> int:
               f"{o['iteration_positions_per_second']:.1f} positions/s, compile ≈ "
               f"{o['compile_first_two_iterations_seconds']:.1f} s; az_jax / example: self-play "
               f"{o['selfplay_positions_per_second'] / result['selfplay_positions_per_second']:.2f}x, training "
-              f"{o['training_samples_per_second'] / result['training_samples_per_second']:.2f}x")
+              f"{o['training_samples_per_second'] / result['training_samples_per_second']:.2f}x; median of the "
+              f"per-iteration ratios (each pair timed back to back): self-play "
+              f"{o['selfplay_speed_ratio_median_of_pairs']:.2f}x, training "
+              f"{o['training_speed_ratio_median_of_pairs']:.2f}x")
     return 0
+
+
+def paired_ratios(records: list[dict]) -> dict:
+    """az_jax's speed / the example's, per timed iteration (the two ran back to back, so they share the machine's
+    state of the moment) and the median over iterations 3 … N. This VM's speed drifts by tens of percent within
+    minutes; the ratio of medians mixes moments, the median of paired ratios does not."""
+    steady = records[2:]
+    speed = lambda part: [
+        (r["az_jax"]["positions" if part == "selfplay" else "samples"] / r["az_jax"][f"{part}_seconds"])
+        / (r["positions" if part == "selfplay" else "samples"] / r[f"{part}_seconds"]) for r in steady]
+    return {"selfplay_speed_ratio_per_iteration": speed("selfplay"),
+            "selfplay_speed_ratio_median_of_pairs": statistics.median(speed("selfplay")),
+            "training_speed_ratio_per_iteration": speed("training"),
+            "training_speed_ratio_median_of_pairs": statistics.median(speed("training"))}
 
 
 class AzJaxSide:

@@ -1,5 +1,5 @@
 """Runs a hyperparameter sweep from a JSON spec: one command for every trial, in parallel processes, skipping the
-finished ones, then one results table (CSV) with plots (see az_jax/sweep.py for the spec, experiments/README.md for
+finished ones, then one results table (CSV) with plots (see az_jax/sweep/spec.py for the spec, experiments/README.md for
 examples with their results).
 
     python experiments/sweep.py experiments/sweeps/c4_simulations.json [--sweep-dir DIR] [--parallel N]
