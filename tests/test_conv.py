@@ -75,3 +75,22 @@ def test_rolled_gradient_loop_compiles_only_canonical_convolutions():
     assert len(ours) == 5                      # per step: 2 forward, 2 weight gradients, 1 input gradient (layer 2's)
     assert set(ours) == {"b01f_01io->b01f"}
     assert set(theirs) != {"b01f_01io->b01f"}  # the comparison can fail: JAX's own gradient is not canonical here
+
+
+def test_network_forward_compiles_to_the_same_program():
+    # Acting (self-play, evaluation) only runs the forward pass: with az_jax's convolution the network must compile to
+    # exactly the convolutions and fusions it had with lax's, so self-play speed cannot change.
+    from az_jax.networks import AlphaZeroNet
+    obs = jnp.zeros((4, 6, 7, 2), jnp.bool_)
+
+    def program(conv):
+        net = AlphaZeroNet(num_actions=7, num_blocks=1, channels=8, value_hidden=8, conv=conv)
+        variables = net.init(jax.random.key(0), obs)
+        text = jax.jit(lambda v, o: net.apply(v, o)).lower(variables, obs).compile().as_text()
+        text = re.sub(r", metadata=\{[^}]*\}", "", text)
+        return [re.sub(r"%[\w.\-]+", "%", line) for line in text.splitlines()
+                if "convolution(" in line or "fusion(" in line]
+
+    ours, theirs = program(conv_lib.conv_general_dilated), program(lax.conv_general_dilated)
+    assert len(theirs) >= 5                    # 3 convolutions (stem, block × 2) + 2 head convolutions, at least
+    assert ours == theirs
