@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import html
-import json
 import os
 from typing import Sequence
 
 import numpy as np
+
+from az_jax.metrics import read_metrics  # noqa: F401  (notebooks call notebook.read_metrics)
 
 LOSS_KEYS = ("train/loss", "train/value_loss", "train/policy_loss")
 MAX_BUTTONS = 25        # games with more legal moves than this get a text box instead of one button per move
@@ -78,15 +79,6 @@ def run_status(run_dir: str, num_iterations: int | None = None) -> str:
         return f"new run in {run_dir}"
     total = f" of {num_iterations}" if num_iterations else ""
     return f"resuming from checkpoint {steps[-1]}{total} in {run_dir}"
-
-
-def read_metrics(run_dir: str) -> list[dict]:
-    """The run's metrics.jsonl records, in order."""
-    path = os.path.join(run_dir, "metrics.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 # --- live plots ------------------------------------------------------------------------------------------------------

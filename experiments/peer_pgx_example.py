@@ -113,19 +113,11 @@ def main(argv=None) -> int:
             print(f"iteration {iteration}: az_jax  self-play {records[-1]['az_jax']['selfplay_seconds']:.2f} s, "
                   f"training {records[-1]['az_jax']['training_seconds']:.2f} s", flush=True)
 
-    steady = records[2:]
-    sp = statistics.median(r["selfplay_seconds"] for r in steady)
-    tr = statistics.median(r["training_seconds"] for r in steady)
-    first_two = sum(r["selfplay_seconds"] + r["training_seconds"] for r in records[:2])
     result = {
         "peer": "pgx examples/alphazero/train.py", "game": args.game, "devices": n, "threads": args.threads,
         "settings": {"selfplay_batch_size": args.selfplay_batch, "plies": args.plies,
                      "training_batch_size": args.training_batch, "num_simulations": args.simulations},
-        "selfplay_positions_per_second": records[0]["positions"] / sp,
-        "simulations_per_second": records[0]["positions"] * args.simulations / sp,
-        "training_samples_per_second": records[0]["samples"] / tr,
-        "iteration_positions_per_second": records[0]["positions"] / (sp + tr),
-        "compile_first_two_iterations_seconds": first_two - 2 * (sp + tr),
+        **throughput(records, args.simulations),
         "iterations": records, "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
         "jax": jax.__version__, "xla_flags": os.environ["XLA_FLAGS"],
     }
@@ -153,6 +145,18 @@ def main(argv=None) -> int:
               f"{o['selfplay_speed_ratio_median_of_pairs']:.2f}x, training "
               f"{o['training_speed_ratio_median_of_pairs']:.2f}x")
     return 0
+
+
+def throughput(records: list[dict], simulations: int) -> dict:
+    """Steady figures (medians over iterations 3 … N) and the compile estimate from one program's iteration records."""
+    steady = records[2:]
+    sp = statistics.median(r["selfplay_seconds"] for r in steady)
+    tr = statistics.median(r["training_seconds"] for r in steady)
+    first_two = sum(r["selfplay_seconds"] + r["training_seconds"] for r in records[:2])
+    positions, samples = records[0]["positions"], records[0]["samples"]
+    return {"selfplay_positions_per_second": positions / sp, "simulations_per_second": positions * simulations / sp,
+            "training_samples_per_second": samples / tr, "iteration_positions_per_second": positions / (sp + tr),
+            "compile_first_two_iterations_seconds": first_two - 2 * (sp + tr)}
 
 
 def paired_ratios(records: list[dict]) -> dict:
@@ -202,17 +206,9 @@ class AzJaxSide:
                 "samples": cfg.train_steps_per_iteration * cfg.batch_size, "learner_ready": bool(ready)}
 
     def summary(self, records: list[dict]) -> dict:
-        steady = records[2:]
-        sp = statistics.median(r["selfplay_seconds"] for r in steady)
-        tr = statistics.median(r["training_seconds"] for r in steady)
-        first_two = sum(r["selfplay_seconds"] + r["training_seconds"] for r in records[:2])
-        positions, samples = records[0]["positions"], records[0]["samples"]
-        return {"selfplay_positions_per_second": positions / sp,
-                "simulations_per_second": positions * self.config.num_simulations / sp,
-                "training_samples_per_second": samples / tr, "iteration_positions_per_second": positions / (sp + tr),
-                "compile_first_two_iterations_seconds": first_two - 2 * (sp + tr),
+        return {**throughput(records, self.config.num_simulations),
                 "train_steps_per_iteration": self.config.train_steps_per_iteration,
-                "learner_ready_in_timed_iterations": all(r["learner_ready"] for r in steady),
+                "learner_ready_in_timed_iterations": all(r["learner_ready"] for r in records[2:]),
                 "iterations": records}
 
 

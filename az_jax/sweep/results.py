@@ -11,16 +11,9 @@ from typing import Sequence
 
 import numpy as np
 
+from az_jax.metrics import read_metrics as read_records
 from az_jax.sweep.run import DONE_FILE, is_finished, trial_dir
 from az_jax.sweep.spec import Sweep
-
-
-def read_records(run_dir: str) -> list[dict]:
-    path = os.path.join(run_dir, "metrics.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def final_metrics(records: list[dict]) -> dict:
