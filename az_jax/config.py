@@ -43,6 +43,11 @@ class Config:
     # --- replay ------------------------------------------------------------------------------------------------------
     replay_capacity: int = 1_000_000       # positions kept (global, split over devices); oldest overwritten first
     min_replay_size: int = 4096            # completed positions in the buffer before learning starts
+    value_target_mix: float = 0.0          # λ: the value head learns (1 − λ)·z + λ·v_search, the game's outcome mixed
+                                           # with the root's search value when the position was played. 0 is the
+                                           # papers' z. NOT IN THE PAPERS (z alone, AZ §3.5); the mix of z and the
+                                           # search's value is the "averaged target" of A. Prasad, Lessons from
+                                           # AlphaZero part 4 (2018), on connect four
     augment_symmetries: bool = False       # AlphaGo Zero: each sampled training position gets a random symmetry of
                                            # the game (observation, policy target, legal mask; z unchanged)
     # --- learning (§2.1, §2.5, §3.5) ---------------------------------------------------------------------------------
@@ -98,6 +103,8 @@ class Config:
         for key in ["min_replay_size", "eval_every", "eval_simulations", "dirichlet_alpha", "keep_checkpoints"]:
             if getattr(self, key) < 0:
                 raise ConfigError(f"{key} must be >= 0, got {getattr(self, key)}")
+        if not 0.0 <= self.value_target_mix <= 1.0:
+            raise ConfigError(f"value_target_mix must be in [0, 1], got {self.value_target_mix}")
         if not 0.0 <= self.dirichlet_fraction <= 1.0:
             raise ConfigError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
         if self.temperature_moves < -1:

@@ -123,7 +123,8 @@ class Trainer:
             opt_state=self.optimizer.init(variables["params"]),
             games=selfplay.init(self.env, games_key, cfg.selfplay_batch_size,
                                 cfg.resign_disabled_fraction if cfg.resign else None),
-            replay=replay_lib.init(cfg.replay_capacity, self.env.observation_shape, obs_dtype, self.env.num_actions),
+            replay=replay_lib.init(cfg.replay_capacity, self.env.observation_shape, obs_dtype, self.env.num_actions,
+                                  keep_search_value=cfg.value_target_mix > 0),
             key=jax.random.key_data(run_key), iteration=jnp.int32(0),
             # the first best player is the initial network (a copy: jit returns distinct buffers)
             best=gating_lib.BestPlayer(params=variables["params"], batch_stats=variables["batch_stats"],
@@ -167,7 +168,8 @@ class Trainer:
             # The step always runs and `ready` selects its result: a lax.cond would put the network's backward
             # pass in a nested computation, which XLA:CPU runs ~25x slower (experiments/PERFORMANCE.md).
             batch = replay_lib.sample(buffer, key, local_batch,
-                                      symmetry_game=cfg.game if cfg.augment_symmetries else None)
+                                      symmetry_game=cfg.game if cfg.augment_symmetries else None,
+                                      value_target_mix=cfg.value_target_mix)
             new = step(*carry, batch)
             carry, metrics = jax.tree.map(lambda n, o: jnp.where(ready, n, o), (new[:3], new[3]), (carry, zeros))
             return carry, metrics

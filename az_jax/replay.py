@@ -25,6 +25,8 @@ class ReplayBuffer:
     outcome: jax.Array      # [N] float32 z ∈ {−1, 0, +1} for the mover (valid where done)
     pending: jax.Array      # [N] bool written, game still in progress
     done: jax.Array         # [N] bool outcome known: may be sampled
+    search_value: jax.Array | None = None  # [N] float32 the root's search value for the mover (None: not kept,
+                                           # when the value target is z alone, Config.value_target_mix = 0)
 
     @property
     def capacity(self) -> int:
@@ -36,21 +38,25 @@ class Batch:
     observation: jax.Array  # [n, *obs_shape]
     policy: jax.Array       # [n, A]
     legal: jax.Array        # [n, A]
-    outcome: jax.Array      # [n]
+    outcome: jax.Array      # [n] the value target: z, or z mixed with the search value (sample's value_target_mix)
 
 
-def init(capacity: int, obs_shape: tuple[int, ...], obs_dtype, num_actions: int) -> ReplayBuffer:
+def init(capacity: int, obs_shape: tuple[int, ...], obs_dtype, num_actions: int,
+         keep_search_value: bool = False) -> ReplayBuffer:
     zeros = lambda shape, dtype: jnp.zeros(shape, dtype)
     return ReplayBuffer(
         observation=zeros((capacity, *obs_shape), obs_dtype), policy=zeros((capacity, num_actions), jnp.float32),
         legal=zeros((capacity, num_actions), jnp.bool_), player=zeros((capacity,), jnp.int32),
         slot=zeros((capacity,), jnp.int32), episode=zeros((capacity,), jnp.int32),
         outcome=zeros((capacity,), jnp.float32), pending=zeros((capacity,), jnp.bool_),
-        done=zeros((capacity,), jnp.bool_))
+        done=zeros((capacity,), jnp.bool_),
+        search_value=zeros((capacity,), jnp.float32) if keep_search_value else None)
 
 
-def add(buffer: ReplayBuffer, ply_index: jax.Array, observation, policy, legal, player, episode) -> ReplayBuffer:
-    """Writes one ply of B games (arrays [B, ...]) at rows (ply_index·B + b) mod N, outcome pending."""
+def add(buffer: ReplayBuffer, ply_index: jax.Array, observation, policy, legal, player, episode,
+        search_value: jax.Array | None = None) -> ReplayBuffer:
+    """Writes one ply of B games (arrays [B, ...]) at rows (ply_index·B + b) mod N, outcome pending.
+    `search_value` [B] is stored when the buffer keeps it (and ignored otherwise)."""
     num_games = player.shape[0]
     # (p·B) mod N computed as ((p mod N)·B) mod N, so a long run's ply counter cannot overflow int32.
     rows = ((ply_index % buffer.capacity) * num_games + jnp.arange(num_games)) % buffer.capacity
@@ -59,7 +65,8 @@ def add(buffer: ReplayBuffer, ply_index: jax.Array, observation, policy, legal, 
         observation=put(buffer.observation, observation), policy=put(buffer.policy, policy),
         legal=put(buffer.legal, legal), player=put(buffer.player, player),
         slot=put(buffer.slot, jnp.arange(num_games, dtype=jnp.int32)), episode=put(buffer.episode, episode),
-        outcome=put(buffer.outcome, 0.0), pending=put(buffer.pending, True), done=put(buffer.done, False))
+        outcome=put(buffer.outcome, 0.0), pending=put(buffer.pending, True), done=put(buffer.done, False),
+        search_value=None if buffer.search_value is None else put(buffer.search_value, search_value))
 
 
 def resolve(buffer: ReplayBuffer, ended: jax.Array, episode: jax.Array, rewards: jax.Array) -> ReplayBuffer:
@@ -75,8 +82,13 @@ def resolve(buffer: ReplayBuffer, ended: jax.Array, episode: jax.Array, rewards:
                           done=buffer.done | hit)
 
 
-def sample(buffer: ReplayBuffer, rng_key: jax.Array, batch_size: int, symmetry_game: str | None = None) -> Batch:
+def sample(buffer: ReplayBuffer, rng_key: jax.Array, batch_size: int, symmetry_game: str | None = None,
+           value_target_mix: float = 0.0) -> Batch:
     """Uniform sample with replacement among positions whose outcome is known; the key is consumed.
+
+    The batch's value target is z, or with `value_target_mix` λ > 0 (the buffer must keep search values)
+    (1 − λ)·z + λ·v_search: the game's outcome mixed with the root's search value at the time the position was played,
+    both from the mover's point of view.
 
     With `symmetry_game`, each sampled position is seen under its own uniformly random symmetry of that game
     (AlphaGo Zero's data augmentation, paper-spec.md §2.7 item 4): observation, policy target and legal mask are
@@ -87,8 +99,11 @@ def sample(buffer: ReplayBuffer, rng_key: jax.Array, batch_size: int, symmetry_g
         rows_key, symmetry_key = jax.random.split(rng_key)
     weights = buffer.done.astype(jnp.float32)
     rows = jax.random.choice(rows_key, buffer.capacity, (batch_size,), p=weights / jnp.maximum(weights.sum(), 1.0))
+    outcome = buffer.outcome[rows]
+    if value_target_mix:
+        outcome = (1.0 - value_target_mix) * outcome + value_target_mix * buffer.search_value[rows]
     batch = Batch(observation=buffer.observation[rows], policy=buffer.policy[rows], legal=buffer.legal[rows],
-                  outcome=buffer.outcome[rows])
+                  outcome=outcome)
     if symmetry_game is None:
         return batch
     return augment(batch, symmetry_key, symmetry_game)

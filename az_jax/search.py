@@ -112,6 +112,13 @@ def visit_counts(output: mctx.PolicyOutput) -> jax.Array:
 
 
 def greedy_action(output: mctx.PolicyOutput, legal: jax.Array) -> jax.Array:
-    """The most visited legal root action [B] (ties: lowest index). Used after the sampling plies and in evaluation."""
-    visits = visit_counts(output)
-    return jnp.argmax(jnp.where(legal, visits, -1), axis=-1)
+    """The most visited legal root action [B], ties broken by the search's policy (`action_weights`), then by the
+    lowest index. Used after the sampling plies and in evaluation.
+
+    For PUCT the weights are the visit counts, so this is argmax N(a). For Gumbel search it is the action sequential
+    halving ends on when run without Gumbel noise (Danihelka et al. 2022, §3: argmax of logits + σ(q̂) among the
+    most visited considered actions), which visits alone cannot name: the last halving phase leaves the finalists
+    with equal counts."""
+    visits = jnp.where(legal, visit_counts(output), -1)                                  # [B, A]
+    top = visits == jnp.max(visits, axis=-1, keepdims=True)
+    return jnp.argmax(jnp.where(top, output.action_weights, -jnp.inf), axis=-1)

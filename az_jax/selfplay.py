@@ -93,7 +93,8 @@ def play(env: pgx.Env, apply_fn: search_lib.ApplyFn, params: SelfPlayParams, var
         greedy = search_lib.greedy_action(out, legal)
         action = jnp.where(state.ply < params.sampling_moves, out.action, greedy)               # [B]
         buffer = replay_lib.add(buffer, ply_index, games.observation, out.action_weights,
-                                legal, games.current_player, state.episode)
+                                legal, games.current_player, state.episode,
+                                search_value=out.search_tree.summary().value)
         mover = games.current_player
         games = jax.vmap(env.step)(games, action)
         ended = games.terminated | games.truncated                                                # [B]

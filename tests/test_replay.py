@@ -99,3 +99,23 @@ def test_sample_draws_only_rows_with_a_known_outcome():
     # The other fields come from the same rows: z = +1 for row 2, −1 for row 5.
     np.testing.assert_array_equal(batch.outcome, np.where(rows == 2, 1.0, -1.0))
     assert batch.policy.shape == (1000, NUM_ACTIONS) and batch.legal.shape == (1000, NUM_ACTIONS)
+
+
+def test_value_target_mixes_the_outcome_with_the_search_value():
+    buffer = replay.init(2, (1,), jnp.int32, NUM_ACTIONS, keep_search_value=True)
+    # One ply of two games; the root's search values were 0.2 (game 0's mover) and −0.6 (game 1's mover).
+    buffer = replay.add(buffer, jnp.int32(0), jnp.int32([[0], [1]]), jnp.float32([[0.5, 0.5]] * 2),
+                        jnp.ones((2, NUM_ACTIONS), jnp.bool_), jnp.int32([0, 1]), jnp.int32([0, 0]),
+                        search_value=jnp.float32([0.2, -0.6]))
+    np.testing.assert_allclose(buffer.search_value, [0.2, -0.6])
+    # Both games end, player 0 won: z = +1 for row 0's mover, −1 for row 1's.
+    buffer = _resolve(buffer, [True, True], [0, 0], [[1.0, -1.0], [1.0, -1.0]])
+    batch = replay.sample(buffer, jax.random.key(0), 64, value_target_mix=0.25)
+    rows = np.asarray(batch.observation[:, 0])
+    assert set(rows) == {0, 1}
+    # λ = 0.25: row 0 → 0.75·(+1) + 0.25·0.2 = 0.8; row 1 → 0.75·(−1) + 0.25·(−0.6) = −0.9.
+    np.testing.assert_allclose(np.asarray(batch.outcome), np.where(rows == 0, 0.8, -0.9), rtol=1e-6)
+    # λ = 0 is the outcome alone, and a buffer that keeps no search value has none to mix.
+    plain = replay.sample(buffer, jax.random.key(0), 64)
+    np.testing.assert_array_equal(np.asarray(plain.outcome), np.where(rows == 0, 1.0, -1.0))
+    assert replay.init(2, (1,), jnp.int32, NUM_ACTIONS).search_value is None

@@ -94,6 +94,8 @@ def test_search_finds_the_win_and_blocks_the_opponents_win(name, algorithm):
     else:
         # Gumbel MuZero's recommendation is out.action (argmax of g + logits + σ(q̂) among the considered actions).
         np.testing.assert_array_equal(output.action, best)
+        # Without Gumbel noise the greedy move is that recommendation (not merely a most visited action).
+        np.testing.assert_array_equal(greedy, output.action)
         assert (output.action_weights[np.arange(len(best)), best] > 0.9).all(), output.action_weights
 
     # The search policy (the training target π) puts no mass on illegal actions, and the root never visits them.
