@@ -21,9 +21,10 @@ from envs import make_env
 
 def greedy_search(apply_fn, env: pgx.Env, config: config_lib.Config, variables: dict, rng_key: jax.Array,
                   states: pgx.State, num_simulations: int) -> tuple[jax.Array, "mctx.PolicyOutput"]:
-    """Evaluation search of a batch of states [B, ...]: no root noise; returns (most-visited actions [B], output)."""
+    """Evaluation search of a batch of states [B, ...] with the config's acting search (`eval_search`, else `search`):
+    no root noise; returns (greedy actions [B], output)."""
     out = search_lib.run_search(
-        apply_fn, env, variables, rng_key, states, num_simulations=num_simulations, algorithm=config.search,
+        apply_fn, env, variables, rng_key, states, num_simulations=num_simulations, algorithm=config.acting_search,
         dirichlet_fraction=0.0, dirichlet_alpha=config.root_dirichlet_alpha, c_init=config.c_init,
         c_base=config.c_base, max_num_considered_actions=config.max_num_considered_actions, gumbel_scale=0.0,
         symmetry_game=config.game if config.search_symmetries else None)

@@ -18,11 +18,11 @@ from az_jax import checkpoint as ckpt
 from az_jax import gating, replay, resign, selfplay
 from az_jax.config import ConfigError, from_json, override, preset
 from az_jax.evaluation import arena
+from az_jax.evaluation.tic_tac_toe_oracle import perfect_player
 from az_jax.iteration import Trainer, make_mesh
 from az_jax.loop import train_and_evaluate
 from az_jax.metrics import read_metrics
 from conftest import uninformative_model
-from ttt_minimax import perfect_player
 
 K = {v: k for k, v in enumerate(resign.GRID)}  # threshold -> its index in the grid
 

@@ -5,7 +5,7 @@ the counts are equal. Values are from the mover's point of view (+1 win, 0 draw,
 optimal when it keeps the position's minimax value (in a lost position every move is). The solution is computed once,
 in plain Python, when first asked for: 5,478 reachable positions, 4,520 of them non-terminal.
 
-`optimal_move_share(player, ...)` plays a player's move in each of the 4,520 positions (all of them in one batch) and
+`check(player, key)` plays a player's move in each of the 4,520 positions (all of them in one batch) and
 says in which it kept the value: the exhaustive check that a tic-tac-toe agent is perfect, not a sampled match.
 """
 import functools
@@ -15,6 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pgx
+
+from az_jax.evaluation.positions import states_from_moves
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 NUM_REACHABLE = 5478      # positions reachable from the empty board, terminal ones included
@@ -86,17 +88,6 @@ def positions() -> Positions:
                      value=np.array([value(b) for b in boards], np.int32))
 
 
-def states(env: pgx.Env, moves: np.ndarray) -> pgx.State:
-    """pgx states [P, ...] reached by playing each row of `moves` [P, 8] (−1: no move) from a fresh game."""
-    def replay(row):
-        state = env.init(jax.random.key(0))
-        def step(state, action):
-            stepped = env.step(state, jnp.maximum(action, 0))
-            return jax.tree.map(lambda new, old: jnp.where(action >= 0, new, old), stepped, state), None
-        return jax.lax.scan(step, state, row)[0]
-    return jax.jit(jax.vmap(replay))(jnp.asarray(moves))
-
-
 # The optimal-move table indexed by a board's base-3 code, for use inside jitted code (perfect_player).
 _POWERS = 3 ** np.arange(9)
 
@@ -140,5 +131,5 @@ def check(player, rng_key: jax.Array) -> Check:
     """Runs `player` (states [P, ...], key) -> actions [P] once on all 4,520 positions; the key is consumed."""
     env = pgx.make("tic_tac_toe")
     solved = positions()
-    action = np.asarray(jax.jit(player)(states(env, solved.moves), rng_key))
+    action = np.asarray(jax.jit(player)(states_from_moves(env, solved.moves), rng_key))
     return Check(optimal=solved.optimal[np.arange(len(action)), action], value=solved.value, action=action)
