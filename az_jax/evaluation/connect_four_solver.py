@@ -91,10 +91,15 @@ def generate(num_positions: int, seed: int = 0, max_depth: int = 36, p_good: flo
         seen.add(key)
         rows.append(moves)
         scores.append(s)
+    return PositionSet(moves=_pad(rows), scores=np.stack(scores))
+
+
+def _pad(rows: list[list[int]]) -> np.ndarray:
+    """Move lists -> [P, 42] int32, −1 padded."""
     padded = np.full((len(rows), 6 * NUM_COLUMNS), -1, np.int32)
-    for i, m in enumerate(rows):
-        padded[i, :len(m)] = m
-    return PositionSet(moves=padded, scores=np.stack(scores))
+    for i, moves in enumerate(rows):
+        padded[i, :len(moves)] = moves
+    return padded
 
 
 def save(path: str, positions: PositionSet) -> None:
@@ -118,10 +123,7 @@ def load(path: str) -> PositionSet:
                 raise ValueError(f"{path}:{number}: expected 7 scores and columns 0-6")
             rows.append(moves)
             scores.append(score)
-    padded = np.full((len(rows), 6 * NUM_COLUMNS), -1, np.int32)
-    for i, m in enumerate(rows):
-        padded[i, :len(m)] = m
-    return PositionSet(moves=padded, scores=np.array(scores, np.int32))
+    return PositionSet(moves=_pad(rows), scores=np.array(scores, np.int32))
 
 
 @dataclasses.dataclass(frozen=True)
