@@ -128,3 +128,24 @@ def test_recurrent_fn_conventions():
     np.testing.assert_array_equal(logits[[2, 6, 7, 8]], [2.0 - 8, 6.0 - 8, 7.0 - 8, 0.0])
     assert (logits[[0, 1, 3, 4, 5]] == np.finfo(np.float32).min).all()
     np.testing.assert_array_equal(jax.nn.softmax(out.prior_logits[1])[np.array([0, 1, 3, 4, 5])], 0.0)
+
+
+def test_eval_search_picks_the_search_of_greedy_play():
+    # The empty tic-tac-toe board, a network with no opinion (uniform prior, value 0), 4 simulations.
+    from az_jax.agent import greedy_search
+    from az_jax.config import override, preset
+    env, _ = envs.make_env("tic_tac_toe")
+    apply_fn, variables = uninformative_model(env)
+    states = jax.vmap(env.init)(jax.random.split(jax.random.key(0), 1))
+    visits = {}
+    for eval_search in ("", "gumbel"):
+        config = override(preset("tic_tac_toe", "paper"), {"search": "puct", "eval_search": eval_search})
+        assert config.acting_search == (eval_search or "puct")
+        _, out = jax.jit(lambda v, s, k: greedy_search(apply_fn, env, config, v, k, s, 4))(variables, states,
+                                                                                          jax.random.key(1))
+        visits[eval_search] = np.asarray(search.visit_counts(out))[0]
+    # PUCT scores unvisited children as losses (Q = 0 on [0, 1]); the first child visited is worth 0.5 (a draw), so
+    # the search keeps returning to it: one child gets all 4 visits. Gumbel's sequential halving visits 4 of the 9
+    # considered children once each (4 simulations, the first phase).
+    np.testing.assert_array_equal(np.sort(visits[""])[::-1][:2], [4, 0])
+    np.testing.assert_array_equal(np.sort(visits["gumbel"])[::-1][:5], [1, 1, 1, 1, 0])
