@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pgx
+import pytest
 
 from az_jax.evaluation import connect_four_solver as solver_lib
 from az_jax.evaluation.positions import states_from_moves
@@ -116,3 +117,13 @@ def test_benchmark_scores_a_player_by_the_solver_labels(tmp_path):
     np.testing.assert_array_equal(perfect.action, best)
     assert perfect.summary()["optimal"] == 1.0
     assert solver_lib.evaluate(labelled(worst), positions, jax.random.key(0), batch_size=4).summary()["optimal"] == 0.0
+
+
+def test_a_malformed_position_file_is_one_clear_error(tmp_path):
+    path = tmp_path / "positions.jsonl"
+    path.write_text('{"moves": "33", "scores": [0, 0, 0, 1, 0, 0, 0]}\n{"moves": "39", "scores": [0, 0, 0, 1, 0, 0, 0]}\n')
+    with pytest.raises(ValueError, match=r"positions.jsonl:2: expected 7 scores and columns 0-6"):
+        solver_lib.load(str(path))
+    path.write_text("not json\n")
+    with pytest.raises(ValueError, match=r"positions.jsonl:1: not a position line"):
+        solver_lib.load(str(path))
