@@ -10,10 +10,10 @@ on late positions.
 The position set (`generate`): games played by a noisy strong player — each move keeps the value with probability
 `p_good` (uniformly among the value-keeping moves), else it is uniformly random — cut at a depth drawn uniformly in
 [0, max_depth), deduplicated, keeping only positions where some legal move is a mistake (a lost position, where every
-move loses, tests nothing). Stored as JSON lines, one position a line: {"moves": "3324…", "scores": [7 × score|null]}.
+move loses, tests nothing). Stored as JSON lines, one position a line:
+{"moves": "3324…", "scores": [7 × score|null]}.
 Columns are 0–6 from the left in both pgx and BitBully.
 """
-import dataclasses
 import json
 from typing import NamedTuple
 
@@ -21,7 +21,7 @@ import jax
 import numpy as np
 import pgx
 
-from az_jax.evaluation.positions import states_from_moves
+from az_jax.evaluation import positions as positions_lib
 
 NUM_COLUMNS = 6 + 1
 FULL = -100  # stands for a full column's score (no move)
@@ -126,29 +126,8 @@ def load(path: str) -> PositionSet:
     return PositionSet(moves=_pad(rows), scores=np.array(scores, np.int32))
 
 
-@dataclasses.dataclass(frozen=True)
-class Result:
-    optimal: np.ndarray   # [P] bool the player's move kept the value
-    value: np.ndarray     # [P] int the position's value
-    action: np.ndarray    # [P] int the move played
-
-    def summary(self) -> dict:
-        won, drawn = self.value == 1, self.value == 0
-        share = lambda mask: float(self.optimal[mask].mean()) if mask.any() else float("nan")
-        return {"optimal": float(self.optimal.mean()), "optimal_won": share(won), "optimal_drawn": share(drawn),
-                "positions": int(self.optimal.size), "won": int(won.sum()), "drawn": int(drawn.sum())}
-
-
-def evaluate(player, positions: PositionSet, rng_key: jax.Array, batch_size: int = 256) -> Result:
-    """`player` (states [n, ...], key) -> actions [n] on every position, in batches of `batch_size` (the last one
-    padded by repeating the first position, so one program serves every batch). The key is consumed."""
-    env = pgx.make("connect_four")
-    act = jax.jit(player)
-    actions = []
-    for start, key in zip(range(0, len(positions.moves), batch_size),
-                          jax.random.split(rng_key, -(-len(positions.moves) // batch_size))):
-        chunk = positions.moves[start:start + batch_size]
-        padded = np.concatenate([chunk, np.repeat(chunk[:1], batch_size - len(chunk), axis=0)])
-        actions.append(np.asarray(act(states_from_moves(env, padded), key))[:len(chunk)])
-    action = np.concatenate(actions)
-    return Result(optimal=positions.optimal[np.arange(len(action)), action], value=positions.value, action=action)
+def evaluate(player, positions: PositionSet, rng_key: jax.Array, batch_size: int = 256) -> positions_lib.Result:
+    """`player` (states [n, ...], key) -> actions [n] on every position, in batches of `batch_size`. The key is
+    consumed."""
+    return positions_lib.evaluate(player, pgx.make("connect_four"), positions.moves, positions.optimal,
+                                  positions.value, rng_key, batch_size)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pgx
 
-from az_jax.evaluation.positions import states_from_moves
+from az_jax.evaluation import positions as positions_lib
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 NUM_REACHABLE = 5478      # positions reachable from the empty board, terminal ones included
@@ -109,27 +109,8 @@ def perfect_player(state: pgx.State, rng_key: jax.Array) -> jax.Array:
     return jax.random.categorical(rng_key, jnp.where(best, 0.0, -jnp.inf))
 
 
-class Check(NamedTuple):
-    """A player's moves in every reachable non-terminal position. Arrays [P]."""
-    optimal: np.ndarray   # [P] bool the move kept the minimax value
-    value: np.ndarray     # [P] int the position's minimax value (1 won, 0 drawn, −1 lost)
-    action: np.ndarray    # [P] int the move played
-
-    @property
-    def share(self) -> float:
-        return float(self.optimal.mean())
-
-    def summary(self) -> dict:
-        """Share of optimal moves overall and in won / drawn positions, and the count of wrong moves."""
-        won, drawn = self.value == 1, self.value == 0
-        return {"optimal": self.share, "optimal_won": float(self.optimal[won].mean()),
-                "optimal_drawn": float(self.optimal[drawn].mean()), "mistakes": int((~self.optimal).sum()),
-                "positions": int(self.optimal.size)}
-
-
-def check(player, rng_key: jax.Array) -> Check:
+def check(player, rng_key: jax.Array) -> positions_lib.Result:
     """Runs `player` (states [P, ...], key) -> actions [P] once on all 4,520 positions; the key is consumed."""
-    env = pgx.make("tic_tac_toe")
     solved = positions()
-    action = np.asarray(jax.jit(player)(states_from_moves(env, solved.moves), rng_key))
-    return Check(optimal=solved.optimal[np.arange(len(action)), action], value=solved.value, action=action)
+    return positions_lib.evaluate(player, pgx.make("tic_tac_toe"), solved.moves, solved.optimal, solved.value,
+                                  rng_key)
