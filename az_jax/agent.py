@@ -1,6 +1,7 @@
 """Acting with a trained network outside training: `load_agent(...)`, then `act` (search) or `policy_value` (raw net).
 
-Evaluation play is greedy by root visit count with no root noise (paper-spec.md §3.2); batch norm uses its running
+Evaluation play is greedy by root visit count with no root noise (AlphaZero, Silver et al., Science 2018, Methods);
+batch norm uses its running
 averages.
 """
 import dataclasses

@@ -1,4 +1,6 @@
-"""The typed, closed training config and its presets (paper-spec.md §2–§3 and §11 for the numbers).
+"""The typed, closed training config and its presets (AlphaGo Zero, Silver et al., Nature 2017 and AlphaZero, Silver
+et al., Science 2018, Methods; values neither paper gives come from AlphaZero's published pseudocode or are marked
+NOT IN THE PAPERS).
 
 A Config is frozen: variants are derived with `override(config, ["key=value", ...])` or `dataclasses.replace`, never
 edited. Unknown keys and invalid values raise ConfigError naming the key and what is allowed.
@@ -72,7 +74,7 @@ class Config:
     eval_opponents: tuple[str, ...] = ("random",)  # fixed baselines of those evaluations: JAX player specs of
                                            # az_jax/evaluation/players.py (random, mcts:sims=N, run:DIR@STEP),
                                            # ';'-separated on the command line; logged as eval/vs_<name>_score
-    # --- AlphaGo Zero vs AlphaZero (paper-spec.md §2, §4) ------------------------------------------------------------
+    # --- AlphaGo Zero vs AlphaZero (AlphaGo Zero Methods; AlphaZero's list of what it changed) -----------------------
     # `variant` names the algorithm; given to override() (or `--set`, or a preset) it sets gating, resign,
     # augment_symmetries and search_symmetries to its values (VARIANTS), and any of those four given in the same
     # override wins over it. Each switch also works alone, e.g. alphazero + gating for an ablation. Temperature is no
@@ -217,8 +219,8 @@ def get_game_or_error(name: str):
         raise ConfigError(str(e)) from None
 
 
-# What each variant sets (paper-spec.md §4, items 2, 3, 17). Symmetries only where the game's rules have some
-# (envs/registry.py), so `variant=alphago_zero` works for chess too (it then has none, as AlphaZero's chess).
+# What each variant sets (AlphaZero, Silver et al., Science 2018: the changes from AlphaGo Zero). Symmetries only
+# where the game's rules have some (envs/registry.py), so `variant=alphago_zero` works for chess too (it then has none, as AlphaZero's chess).
 VARIANT_SWITCHES = ("gating", "resign", "augment_symmetries", "search_symmetries")
 
 
@@ -316,7 +318,8 @@ PRESETS = ("small", "paper", "alphago_zero", "small_agz")
 
 
 def _paper(game: str) -> Config:
-    """The papers' full-scale settings (AlphaZero, paper-spec.md §3.5 and §11)."""
+    """The papers' full-scale settings (AlphaZero, Silver et al., Science 2018, Methods and supplementary materials;
+    the published pseudocode)."""
     lrs = (0.02, 0.002, 0.0002) if game.startswith("go_") else (0.2, 0.02, 0.002, 0.0002)
     bounds = (300_000, 500_000) if game.startswith("go_") else (100_000, 300_000, 500_000)
     # Paper: 700k steps of batch 4096 with 5,000 TPUs of self-play. The replay window is in games in the papers
@@ -352,7 +355,8 @@ def _small(game: str) -> Config:
 
 
 def _alphago_zero(game: str) -> Config:
-    """AlphaGo Zero's 20-block run (paper-spec.md §2.2–§2.6), with the AlphaGo Zero switches on (variant)."""
+    """AlphaGo Zero's 20-block run (AlphaGo Zero, Silver et al., Nature 2017, Methods: network, search, self-play,
+    optimisation, evaluator), with the AlphaGo Zero switches on (variant)."""
     config = dataclasses.replace(
         _paper(game),
         # 20 blocks = the stem's conv block + 19 residual blocks, 256 filters (§2.2)

@@ -1,4 +1,5 @@
-"""AlphaGo Zero's evaluator ("gating", paper-spec.md §2.6): the best player so far generates self-play; every gating
+"""AlphaGo Zero's evaluator ("gating", AlphaGo Zero, Silver et al., Nature 2017, Methods, "Evaluator"): the best
+player so far generates self-play; every gating
 interval the latest weights (the candidate) play it, and replace it only when they score above a threshold.
 
 Gating games: the batched on-device arena (az_jax/evaluation/arena.py), both sides greedy by visit count with no root

@@ -1,4 +1,5 @@
-"""Loss, optimizer, stepped learning-rate schedule and one data-parallel gradient step (paper-spec.md §2.1, §2.5).
+"""Loss, optimizer, stepped learning-rate schedule and one data-parallel gradient step (AlphaGo Zero, Silver et al.,
+Nature 2017, Methods, "Optimisation").
 
     l = (z − v)² − πᵀ log p + c‖θ‖²
 

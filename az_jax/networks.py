@@ -1,4 +1,5 @@
-"""The AlphaGo Zero / AlphaZero dual-head residual network (paper-spec.md §2.2, §3.3).
+"""The AlphaGo Zero / AlphaZero dual-head residual network (AlphaGo Zero, Silver et al., Nature 2017, Methods, "Neural
+network architecture"; AlphaZero, Silver et al., Science 2018).
 
 Input is a batch of pgx observations [B, H, W, C] (bool or float), already from the mover's point of view. Output is
 (policy logits [B, A] over all actions, value [B] in [-1, 1] for the player to move). Illegal actions are masked by the

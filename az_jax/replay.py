@@ -91,7 +91,8 @@ def sample(buffer: ReplayBuffer, rng_key: jax.Array, batch_size: int, symmetry_g
     both from the mover's point of view.
 
     With `symmetry_game`, each sampled position is seen under its own uniformly random symmetry of that game
-    (AlphaGo Zero's data augmentation, paper-spec.md §2.7 item 4): observation, policy target and legal mask are
+    (AlphaGo Zero's data augmentation, AlphaGo Zero, Silver et al., Nature 2017, Methods, "Domain knowledge"):
+    observation, policy target and legal mask are
     transformed together, the outcome is unchanged. Requires at least one position with an outcome (the learner
     checks before calling)."""
     rows_key = rng_key

@@ -1,4 +1,5 @@
-"""Self-play resignation with an automatically calibrated threshold v_resign (AlphaGo Zero, paper-spec.md §2.3–§2.4).
+"""Self-play resignation with an automatically calibrated threshold v_resign (AlphaGo Zero, Silver et al., Nature
+2017, Methods, "Self-play").
 
 The rule [001]: the player to move resigns when both the root value and the best child's value fall below v_resign,
 from its own point of view. Here "best child" is the most visited root action (the move greedy play would make) and

@@ -1,8 +1,8 @@
 """Everything mctx needs to search pgx games with the network: the root, `recurrent_fn`, noise and masks.
 
-Conventions (paper-spec.md §3.2, DESIGN.md): values are from the point of view of the player to move; the reward of a
-step belongs to the player who just moved; the discount is −1 between plies (zero-sum alternation) and 0 once the game
-is over, so nothing is backed up from beyond a terminal state. Illegal actions are masked in the root and interior
+Conventions (AlphaZero, Silver et al., Science 2018, Methods, "Search"): values are from the point of view of the
+player to move; the reward of a step belongs to the player who just moved; the discount is −1 between plies (zero-sum
+alternation) and 0 once the game is over, so nothing is backed up from beyond a terminal state. Illegal actions are masked in the root and interior
 priors and excluded from the root's search.
 """
 import functools
@@ -31,7 +31,7 @@ def evaluate(apply_fn: ApplyFn, variables: dict, observation: jax.Array, rng_key
     `symmetry_game`).
 
     With `symmetry_game` each position is evaluated under its own uniformly random symmetry of that game (AlphaGo
-    Zero, "Expand and evaluate", paper-spec.md §2.3: (d_i(p), v) = f_θ(d_i(s_L)), d_i a dihedral reflection or
+    Zero, "Expand and evaluate", Methods: (d_i(p), v) = f_θ(d_i(s_L)), d_i a dihedral reflection or
     rotation chosen uniformly at random): the network sees the transformed observation d_i(s) and its logits are
     mapped back to the untransformed position's actions by d_i⁻¹."""
     if symmetry_game is None:

@@ -2,7 +2,8 @@
 
 Each stored position keeps observation, search policy π, legal mask and mover; its outcome z arrives when its game
 ends (replay.resolve). Moves are sampled from the search policy for the first `sampling_moves` plies of each game and
-chosen greedily by visit count afterwards (paper-spec.md §2.4; AlphaZero keeps the AGZ cut-off of 30 by default).
+chosen greedily by visit count afterwards (AlphaGo Zero, Silver et al., Nature 2017, Methods, "Self-play"; AlphaZero
+keeps the AGZ cut-off of 30 by default).
 With `resign` (AlphaGo Zero, az_jax/resign.py) a game also ends when its mover resigns; the resigning side loses.
 """
 import dataclasses

@@ -1,7 +1,8 @@
 """One registry from game name to a pgx environment plus the per-game facts AlphaZero needs.
 
 Length caps are enforced by pgx itself (its `terminated` flag), so self-play only has to read the outcome:
-  * chess, shogi: 512 plies -> draw (AlphaZero, paper-spec.md §3.5); pgx's gardner_chess and animal_shogi: 256 -> draw.
+  * chess, shogi: 512 plies -> draw (AlphaZero, Silver et al., Science 2018, supplementary materials); pgx's
+    gardner_chess and animal_shogi: 256 -> draw.
   * go: 2·N² plies (722 for 19×19, as in AlphaGo Zero §2.7) -> scored by Tromp-Taylor (rewards from the area count).
   * tic_tac_toe, connect_four, othello, hex: no cap needed; the rules end every game (≤ 9, 42, ~64 with passes, 121).
 

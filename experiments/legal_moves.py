@@ -1,7 +1,8 @@
 """Measures the typical number of legal moves per game under uniformly random play.
 
 AlphaZero scales the root Dirichlet alpha "in inverse proportion to the approximate number of legal moves in a
-typical position" (paper-spec.md §3.5: chess 0.3, shogi 0.15, Go 0.03). envs/registry.py uses the figures this
+typical position" (AlphaZero, Silver et al., Science 2018, Methods: chess 0.3, shogi 0.15, Go 0.03). envs/registry.py
+uses the figures this
 script prints to pick alpha for the games the papers do not cover.
 
     python experiments/legal_moves.py [--games 256]

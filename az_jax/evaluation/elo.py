@@ -1,6 +1,7 @@
 """Elo ratings from match results: a maximum-likelihood Bradley–Terry fit (BayesElo-style).
 
-Model (paper-spec §5/§7: logistic curve with c = 1/400, the "10^" form of the Science paper):
+Model (AlphaGo Zero, Silver et al., Nature 2017, Methods, "Evaluation": logistic curve with c = 1/400; the "10^" form
+of AlphaZero, Silver et al., Science 2018):
 
     P(a beats b) = 1 / (1 + 10^((R_b - R_a) / 400))
 
