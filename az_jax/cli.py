@@ -44,7 +44,7 @@ def _play(args) -> int:
 def _bench(args) -> int:
     import json
     import jax
-    from az_jax import bench
+    from az_jax.apps import bench
     from az_jax import config as config_lib
     config = config_lib.override(config_lib.preset(args.game, args.preset), args.set or [])
     devices = jax.devices()[:args.devices] if args.devices else None

@@ -111,7 +111,7 @@ class Trainer:
         return jax.jit(self._initial_state, out_shardings=self.shardings)
 
     def _initial_state(self, seed=None) -> TrainState:
-        """`seed` (an int, or a traced int32 scalar) replaces config.seed: az_jax/population.py vmaps this over the
+        """`seed` (an int, or a traced int32 scalar) replaces config.seed: az_jax/apps/population.py vmaps this over the
         seeds of a population's members."""
         cfg = self.config
         root = jax.random.key(cfg.seed if seed is None else seed)

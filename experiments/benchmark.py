@@ -1,5 +1,5 @@
 """Benchmarks one game/config: self-play positions/s and simulations/s, training samples/s, the network / env step /
-tree bookkeeping split of a self-play ply, compile time, peak memory, FLOPs and MFU (see az_jax/bench.py).
+tree bookkeeping split of a self-play ply, compile time, peak memory, FLOPs and MFU (see az_jax/apps/bench.py).
 
     python experiments/benchmark.py --game connect_four --preset small [--set k=v ...] [--devices N] [--repeats R]
                                     [--json out.json]

@@ -1,4 +1,4 @@
-"""Throughput of a population trained in one program (az_jax/population.py: `jax.vmap` over the training iteration)
+"""Throughput of a population trained in one program (az_jax/apps/population.py: `jax.vmap` over the training iteration)
 against the same members trained one after another.
 
     python experiments/population_benchmark.py [--game connect_four] [--preset small] [--members 8] [--iterations 3]
@@ -33,7 +33,7 @@ def timed(fn, *args):
 
 
 def run_population(config, num_members: int, iterations: int, member_shards: int, network_batching, log):
-    from az_jax.population import Member, PopulationTrainer
+    from az_jax.apps.population import Member, PopulationTrainer
     trainer = PopulationTrainer.create(config, [Member(seed=i) for i in range(num_members)],
                                        member_shards=member_shards, network_batching=network_batching)
     init_seconds, state = timed(trainer.init_state)
@@ -90,7 +90,7 @@ def main(argv=None) -> int:
                              "devices, as each member alone is trained, so member 0 can be compared exactly)")
     parser.add_argument("--network-batching", choices=["vmap", "loop"], default=None,
                         help="the network under the member vmap: batched (vmap) or once per member (loop); "
-                             "default loop on CPU, vmap on GPU/TPU (az_jax/population.py)")
+                             "default loop on CPU, vmap on GPU/TPU (az_jax/apps/population.py)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
 

@@ -1,4 +1,4 @@
-"""The benchmark harness (az_jax/bench.py through experiments/benchmark.py) on a tiny config: it runs, writes its JSON,
+"""The benchmark harness (az_jax/apps/bench.py through experiments/benchmark.py) on a tiny config: it runs, writes its JSON,
 prints the table last, and its figures agree with each other and with a hand count of the network's FLOPs.
 
 It runs in a subprocess so that XLA can be told to spend little time optimising the machine code (compile time is

@@ -10,7 +10,7 @@ import pytest
 from az_jax import agent as agent_lib
 from az_jax.config import ConfigError, override, preset
 from az_jax.iteration import Trainer, make_mesh
-from az_jax.population import Member, PopulationTrainer, member_config, train_population
+from az_jax.apps.population import Member, PopulationTrainer, member_config, train_population
 
 # tic_tac_toe, 8 games × 9 plies per iteration (every game ends inside the first iteration, so learning starts at
 # once): G = round(0.5 × 8 × 9 / 16) = round(2.25) = 2 gradient steps per iteration, 2 iterations = 4 steps. The
