@@ -6,7 +6,7 @@ Public API:
     Config, preset(game, name), override(config, ["key=value", ...])
 
 The names are imported lazily: importing pgx starts JAX's backend, and the CLI must first choose the number of host
-CPU devices (az_jax/cli.py).
+CPU devices (az_jax/apps/cli/).
 """
 import importlib
 

@@ -1,35 +1,21 @@
 """Acting with a trained network outside training: `load_agent(...)`, then `act` (search) or `policy_value` (raw net).
 
 Evaluation play is greedy by root visit count with no root noise (AlphaZero, Silver et al., Science 2018, Methods);
-batch norm uses its running
-averages.
+batch norm uses its running averages.
 """
 import dataclasses
 import functools
-import json
 import os
 
+import chex
 import jax
-import jax.numpy as jnp
+import mctx
 import pgx
 
 from az_jax import checkpoint as ckpt
 from az_jax import config as config_lib
-from az_jax import networks
 from az_jax import search as search_lib
-from envs import make_env
-
-
-def greedy_search(apply_fn, env: pgx.Env, config: config_lib.Config, variables: dict, rng_key: jax.Array,
-                  states: pgx.State, num_simulations: int) -> tuple[jax.Array, "mctx.PolicyOutput"]:
-    """Evaluation search of a batch of states [B, ...] with the config's acting search (`eval_search`, else `search`):
-    no root noise; returns (greedy actions [B], output)."""
-    out = search_lib.run_search(
-        apply_fn, env, variables, rng_key, states, num_simulations=num_simulations, algorithm=config.acting_search,
-        dirichlet_fraction=0.0, dirichlet_alpha=config.root_dirichlet_alpha, c_init=config.c_init,
-        c_base=config.c_base, max_num_considered_actions=config.max_num_considered_actions, gumbel_scale=0.0,
-        symmetry_game=config.game if config.search_symmetries else None)
-    return search_lib.greedy_action(out, states.legal_action_mask), out
+from az_jax.iteration import Setup, greedy_player, init_variables, make_setup
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -39,36 +25,37 @@ class Agent:
     step: int = 0            # the iteration the weights come from
 
     @functools.cached_property
+    def setup(self) -> Setup:
+        return make_setup(self.config)
+
+    @property
     def env(self) -> pgx.Env:
-        return make_env(self.config.game)[0]
-
-    @functools.cached_property
-    def network(self):
-        return networks.make_network(self.config, self.env.num_actions)
-
-    def apply_fn(self, variables, observation):
-        return self.network.apply(variables, observation, train=False)
+        return self.setup.env
 
     @functools.cached_property
     def _policy_value(self):
         def fn(variables, states):
-            logits, value = self.apply_fn(variables, states.observation)
+            logits, value = self.setup.apply_fn(variables, states.observation)
             return jax.nn.softmax(search_lib.mask_logits(logits, states.legal_action_mask)), value
         return jax.jit(fn)
 
     def policy_value(self, states: pgx.State) -> tuple[jax.Array, jax.Array]:
         """Raw network on a batch of states: (probabilities [B, A], zero on illegal actions; values [B])."""
+        chex.assert_rank(states.legal_action_mask, 2)
         return self._policy_value(self.variables, states)
 
     def _greedy_search(self, variables, states, key, num_simulations: int):
-        return greedy_search(self.apply_fn, self.env, self.config, variables, key, states, num_simulations)
+        return search_lib.greedy_search(self.setup.apply_fn, self.env, variables, key, states,
+                                        self.setup.play_search(num_simulations))
 
     @functools.cached_property
     def _search(self):
         return jax.jit(self._greedy_search, static_argnums=3)
 
-    def search(self, states: pgx.State, key: jax.Array, num_simulations: int | None = None):
-        """(greedy actions [B], mctx.PolicyOutput) for a batch of states; the key is consumed."""
+    def search(self, states: pgx.State, key: jax.Array, num_simulations: int | None = None
+               ) -> tuple[jax.Array, mctx.PolicyOutput]:
+        """(greedy actions [B], mctx.PolicyOutput) for a batch of states [B, ...]; the key is consumed."""
+        chex.assert_rank(states.legal_action_mask, 2)   # a batch: add a leading axis to one state
         return self._search(self.variables, states, key, num_simulations or self.default_simulations)
 
     def act(self, states: pgx.State, key: jax.Array, num_simulations: int | None = None) -> jax.Array:
@@ -80,10 +67,8 @@ class Agent:
         return self.config.eval_simulations or self.config.num_simulations
 
     def player(self, num_simulations: int | None = None):
-        """A pure `(states, key) -> actions` function for az_jax.evaluation.arena (variables closed over)."""
-        sims = num_simulations or self.default_simulations
-        variables = self.variables
-        return lambda states, key: self._greedy_search(variables, states, key, sims)[0]
+        """A pure `(states, key) -> actions` function for az_jax.arena (variables closed over)."""
+        return greedy_player(self.setup, self.variables, num_simulations or self.default_simulations)
 
 
 def _locate(path: str) -> tuple[str, int | None]:
@@ -115,10 +100,8 @@ def load_agent(run_dir_or_checkpoint: str, step: int | None = None) -> Agent:
     elif step not in steps:
         raise ckpt.CheckpointError(f"{run_dir} has no checkpoint {step} (has {sorted(steps)})")
     config = ckpt.read_config(manager, step)
-    env, _ = make_env(config.game)
-    network = networks.make_network(config, env.num_actions)
-    obs = jnp.zeros((1, *env.observation_shape), jnp.float32)
-    abstract = jax.eval_shape(lambda: network.init(jax.random.key(0), obs, train=False))
+    setup = make_setup(config)
+    abstract = jax.eval_shape(lambda: init_variables(setup, jax.random.key(0)))
     sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
     abstract = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), abstract)
     variables = ckpt.restore_model(manager, step, dict(abstract))

@@ -23,7 +23,7 @@ class Config:
     game: str = "connect_four"             # a name from envs.GAMES
     seed: int = 0                          # the one seed of the run; every key in the run derives from it
     num_iterations: int = 100              # iterations (S self-play plies + G gradient steps each) to train for
-    # --- network (AlphaGo Zero §2.2 / AlphaZero §3.3) ----------------------------------------------------------------
+    # --- network (AlphaGo Zero, Methods, "Neural network architecture"; AlphaZero, Methods) --------------------------
     num_blocks: int = 19                   # residual blocks after the stem (paper: 19)
     num_channels: int = 256                # filters per 3×3 conv (paper: 256)
     value_hidden: int = 256                # units of the value head's hidden layer (paper: 256)
@@ -31,10 +31,10 @@ class Config:
     # --- search (mctx) -----------------------------------------------------------------------------------------------
     search: Literal["puct", "gumbel"] = "puct"  # AlphaZero PUCT (mctx.muzero_policy) or Gumbel MuZero
     num_simulations: int = 800             # simulations per move in self-play (paper: 800)
-    c_init: float = 1.25                   # C(s) = log((1 + N + c_base) / c_base) + c_init  (§3.2, §11)
+    c_init: float = 1.25                   # C(s) = log((1 + N + c_base) / c_base) + c_init  (AlphaZero pseudocode)
     c_base: float = 19652.0
     dirichlet_alpha: float = 0.0           # root noise concentration; 0 means the game's value from envs/
-    dirichlet_fraction: float = 0.25       # ε: P = (1 − ε) p + ε η at the root, self-play only (§2.4)
+    dirichlet_fraction: float = 0.25       # ε: P = (1 − ε) p + ε η at the root, self-play only (AGZ "Self-play")
     temperature_moves: int = -1            # plies sampled ∝ visit counts, then greedy; -1 means the game's value
     max_num_considered_actions: int = 16   # Gumbel search only: actions kept by sequential halving
     eval_search: Literal["", "puct", "gumbel"] = ""  # the search of greedy play (evaluation, gating, `az-jax play`,
@@ -53,12 +53,12 @@ class Config:
     min_replay_size: int = 4096            # completed positions in the buffer before learning starts
     value_target_mix: float = 0.0          # λ: the value head learns (1 − λ)·z + λ·v_search, the game's outcome mixed
                                            # with the root's search value when the position was played. 0 is the
-                                           # papers' z. NOT IN THE PAPERS (z alone, AZ §3.5); the mix of z and the
+                                           # papers' z. NOT IN THE PAPERS (z alone, AZ Methods); the mix of z and the
                                            # search's value is the "averaged target" of A. Prasad, Lessons from
                                            # AlphaZero part 4 (2018), on connect four
     augment_symmetries: bool = False       # AlphaGo Zero: each sampled training position gets a random symmetry of
                                            # the game (observation, policy target, legal mask; z unchanged)
-    # --- learning (§2.1, §2.5, §3.5) ---------------------------------------------------------------------------------
+    # --- learning (AlphaGo Zero, Methods, "Optimisation"; AlphaZero, Methods) ----------------------------------------
     batch_size: int = 4096                 # global minibatch (paper: 4096)
     train_ratio: float = 1.0               # positions trained on per position generated (sets G, logged)
     learning_rates: tuple[float, ...] = (0.2, 0.02, 0.002, 0.0002)  # stepped schedule values …
@@ -78,10 +78,10 @@ class Config:
     # `variant` names the algorithm; given to override() (or `--set`, or a preset) it sets gating, resign,
     # augment_symmetries and search_symmetries to its values (VARIANTS), and any of those four given in the same
     # override wins over it. Each switch also works alone, e.g. alphazero + gating for an ablation. Temperature is no
-    # switch: both variants play τ = 1 for `temperature_moves` plies then τ → 0 (AGZ §2.4: 30; the AZ papers give no
+    # switch: both variants play τ = 1 for `temperature_moves` plies then τ → 0 (AGZ "Self-play": 30; the AZ papers give no
     # cut-off and keep AGZ's, so the game's value from envs/ serves both).
     variant: Literal["alphazero", "alphago_zero"] = "alphazero"
-    gating: bool = False                   # AGZ §2.6: self-play uses the best player so far; every gating interval the
+    gating: bool = False                   # AGZ "Evaluator": self-play uses the best player so far; every gating interval the
                                            # latest weights play it and replace it only when they score > threshold
     gating_every: int = 0                  # iterations between gating matches; 0 means checkpoint_every (AGZ: each
                                            # checkpoint, i.e. every 1,000 training steps, is evaluated)
@@ -90,10 +90,10 @@ class Config:
                                            # num_simulations (AGZ: 1,600, its self-play budget)
     gating_threshold: float = 0.55         # the candidate replaces the best when its score (wins + draws/2) / games is
                                            # above this (AGZ: "wins by a margin of > 55%"; Go has no draws)
-    resign: bool = False                   # AGZ §2.3–§2.4: resign when root and best-child values < v_resign
+    resign: bool = False                   # AGZ "Self-play": resign when root and best-child values < v_resign
                                            # (az_jax/resign.py); v_resign calibrated on played-out games
     v_resign_init: float = -0.8            # v_resign before the first calibration. NOT IN THE PAPERS; -0.8 is AlphaGo's
-                                           # resignation value (max Q < -0.8, i.e. < 10% win probability, §1.9)
+                                           # resignation value (max Q < -0.8, i.e. < 10% win probability, AlphaGo 2016, Methods)
     resign_disabled_fraction: float = 0.1  # games played out with resignation off to measure false positives (AGZ: 10%)
     resign_target_false_positive: float = 0.05  # v_resign is set to keep the false-positive rate at most this (AGZ: 5%)
     resign_calibration_games: int = 200    # played-out games between re-settings of v_resign. NOT IN THE PAPERS
@@ -359,32 +359,32 @@ def _alphago_zero(game: str) -> Config:
     optimisation, evaluator), with the AlphaGo Zero switches on (variant)."""
     config = dataclasses.replace(
         _paper(game),
-        # 20 blocks = the stem's conv block + 19 residual blocks, 256 filters (§2.2)
+        # 20 blocks = the stem's conv block + 19 residual blocks, 256 filters (AGZ "Neural network architecture")
         num_blocks=19, num_channels=256, value_hidden=256,
-        # 1,600 simulations per move in self-play and in gating games (§2.4, §2.6). AGZ's c_puct is NOT IN THE
+        # 1,600 simulations per move in self-play and in gating games (AGZ "Self-play", "Evaluator"). AGZ's c_puct is NOT IN THE
         # PAPERS (tuned by Gaussian-process optimisation); we keep AlphaZero's C(s) (c_init, c_base), which is nearly
         # constant over a search of 1,600 simulations.
         num_simulations=1600, gating_simulations=1600,
-        # Dirichlet ε = 0.25 (§2.4); α: the game's (envs/registry.py; 0.03 for 19×19 Go, as AGZ).
+        # Dirichlet ε = 0.25 (AGZ "Self-play"); α: the game's (envs/registry.py; 0.03 for 19×19 Go, as AGZ).
         dirichlet_fraction=0.25,
-        # τ = 1 for the first 30 moves, then τ → 0 (§2.4)
+        # τ = 1 for the first 30 moves, then τ → 0 (AGZ "Self-play")
         temperature_moves=30,
         # 64 workers × 32 = minibatch 2,048; SGD momentum 0.9; c = 1e-4; learning rate 1e-2 → 1e-3 after 400k steps →
-        # 1e-4 after 600k steps (ED Table 3, RL column); the 20-block run took 700k steps (§2.9).
+        # 1e-4 after 600k steps (AGZ Extended Data Table 3, RL column); the 20-block run took 700k steps (AGZ Methods).
         batch_size=2048, momentum=0.9, weight_decay=1e-4, learning_rates=(1e-2, 1e-3, 1e-4),
         lr_boundaries=(400_000, 600_000),
         # One iteration = 1,024 games × 32 plies = 32,768 positions, and G = round(1.25 × 32,768 / 2,048) = 20 steps
         # (positions trained per position generated: NOT IN THE PAPERS; AGZ's 700k × 2,048 samples over 4.9M games
         # of some 200 moves is ≈ 1.4 [derived, the mean game length is not stated]). So 700k steps = 35,000
-        # iterations, and "a checkpoint every 1,000 training steps" is every 50 iterations (§2.5), each one gated.
+        # iterations, and "a checkpoint every 1,000 training steps" is every 50 iterations (AGZ "Optimisation"), each one gated.
         selfplay_batch_size=1024, selfplay_steps=32, train_ratio=1.25, num_iterations=35_000, checkpoint_every=50,
-        # The window is "the most recent 500,000 games" (§2.5) ≈ 10^8 positions at ~200 moves per game (mean length
+        # The window is "the most recent 500,000 games" (AGZ "Optimisation") ≈ 10^8 positions at ~200 moves per game (mean length
         # NOT IN THE PAPERS): ~800 GB for 19×19 Go at ~8 KB a position, so on device we keep 1M positions (~8 GB),
         # the last ≈ 5,000 games. A replay window in positions is the choice of this implementation.
         replay_capacity=1_000_000, min_replay_size=65_536,
-        # Gating: 400 games, greedy, > 55% to replace the best player (§2.6), at every checkpoint.
+        # Gating: 400 games, greedy, > 55% to replace the best player (AGZ "Evaluator"), at every checkpoint.
         gating_games=400, gating_threshold=0.55, gating_every=0,
-        # Resignation: 10% of games played out, false positives kept below 5% (§2.4). The initial v_resign and how
+        # Resignation: 10% of games played out, false positives kept below 5% (AGZ "Self-play"). The initial v_resign and how
         # often it is re-set are NOT IN THE PAPERS: -0.8 (AlphaGo's resignation value) and every 500 played-out
         # games (≈ 2 iterations here, at ~200 moves per game).
         resign_disabled_fraction=0.1, resign_target_false_positive=0.05, v_resign_init=-0.8,

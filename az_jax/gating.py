@@ -2,7 +2,7 @@
 player so far generates self-play; every gating
 interval the latest weights (the candidate) play it, and replace it only when they score above a threshold.
 
-Gating games: the batched on-device arena (az_jax/evaluation/arena.py), both sides greedy by visit count with no root
+Gating games: the batched on-device arena (az_jax/arena.py), both sides greedy by visit count with no root
 noise (τ → 0), random openings played once from each side, split over the devices of the training mesh. The decision
 is taken on device from the match's W/D/L summed over devices, so the weights never leave the devices; only the counts
 go to the host. The paper ran its evaluator asynchronously on other hardware; here the match shares the devices with
@@ -14,7 +14,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from az_jax.evaluation import arena
+from az_jax import arena
+from az_jax.devices import first_index
 
 
 @struct.dataclass
@@ -46,9 +47,8 @@ def gate(env, player_fn, candidate: dict, best: BestPlayer, candidate_iteration:
 
     `player_fn(variables) -> arena.PlayerFn` makes a greedy player. The key must already differ per device. Returns
     the new best player (the candidate's weights if accepted, else `best` unchanged) and the gating metrics."""
-    device = jax.lax.axis_index(axis_name)
     games = arena.play_games(env, player_fn(candidate), player_fn(best.variables), rng_key, num_games, max_length,
-                             first_game=device * num_games, opening_plies=opening_plies)
+                             first_game=first_index(num_games, axis_name), opening_plies=opening_plies)
     count = lambda mask: jax.lax.psum(mask.sum(dtype=jnp.int32), axis_name)
     wins, draws, losses = count(games.results > 0), count(games.results == 0), count(games.results < 0)
     accepted = gating_decision(wins, draws, losses, threshold)

@@ -3,14 +3,14 @@
 On the CPU backend XLA makes one device per `jax_num_cpu_devices`, and every device runs its convolutions and matmuls
 on a shared Eigen thread pool as wide as the machine. With one device per core, each device's Eigen work then spreads
 over every core while the other devices do the same, and the cores are oversubscribed. Giving each device one thread
-(`--xla_cpu_multi_thread_eigen=false`) fixes that: on the 2-core VM, connect_four with a 2 × 32 network went from 644
-to 793 self-play positions/s on 2 devices, and the 6 × 128 network was unchanged (22.0 vs 20.8, within run-to-run
-noise) (experiments/PERFORMANCE.md §2). With fewer devices than cores the pool stays wide, so one device still uses
-every core for large convolutions.
+(`--xla_cpu_multi_thread_eigen=false`) fixes that (measured in experiments/PERFORMANCE.md §2). With fewer devices than
+cores the pool stays wide, so one device still uses every core for large convolutions.
 
 Both settings must be in place before JAX starts its backend (before any array exists).
 """
 import os
+
+import jax
 
 SINGLE_THREAD_FLAG = "--xla_cpu_multi_thread_eigen=false"
 
@@ -35,7 +35,6 @@ def setup(count: int | None = None, cores: int | None = None) -> int:
     """Asks JAX for `count` host devices (default: one per available core) and sets XLA_FLAGS by `xla_flags`. Leaves everything
     alone when XLA_FLAGS already sets the device count. Returns the device count asked for (0 when XLA_FLAGS
     decided)."""
-    import jax
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" in flags:
         return 0

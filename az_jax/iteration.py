@@ -1,34 +1,40 @@
-"""The training state and ONE jitted, data-parallel training iteration: S self-play plies + G gradient steps.
+"""The training state and the training iteration as pure functions: S self-play plies, then G gradient steps.
 
-Device boundary (the only one): `jax.shard_map` over a 1-D mesh with axis "d" (`DEVICE_AXIS`). Inside it:
-  * params, batch stats, optimizer state, key and counters are replicated (identical on every device);
-  * the B self-play games and the replay buffer are split over devices along their leading axis;
-  * each device folds the iteration's keys with its index, so devices play different games;
-  * gradients and batch-norm statistics are averaged across devices with collectives.
-Nothing inside talks to the host; the returned metrics are the only transfer.
+    setup = make_setup(config)                       # the static parts: game, network, self-play settings
+    state = init_state(setup, seed)                  # the whole run's TrainState (global shapes)
+    state, metrics = iteration(setup, state)         # ONE device's shard, inside devices.sharded
+
+`iteration` and its halves (`selfplay`, `learn`) and `gate` are written for one device's shard and run inside
+`az_jax.devices.sharded` over the axis DEVICE_AXIS; the programs that compose them are az_jax/trainer.py (one run),
+az_jax/apps/population.py (`jax.vmap` over members) and az_jax/apps/bench.py (each half timed alone). Per-run numbers
+that a population varies (the seed, the schedule's learning rates) are arguments, so they may be data.
+
+Inside the boundary: params, batch stats, optimizer state, key and counters are replicated (identical on every
+device); the B self-play games and the N replay rows are split over devices along their leading axis; each device
+folds the iteration's keys with its index, so devices play different games; gradients and batch-norm statistics are
+averaged across devices with collectives. Nothing here talks to the host; the returned metrics are the only transfer.
 """
 import dataclasses
-import functools
 from typing import Any
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import numpy as np
-import optax
 import pgx
 from flax import struct
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import PartitionSpec as P
 
+from az_jax import arena
 from az_jax import gating as gating_lib
 from az_jax import learner
 from az_jax import networks
 from az_jax import replay as replay_lib
 from az_jax import resign as resign_lib
-from az_jax import selfplay
+from az_jax import search as search_lib
+from az_jax import selfplay as selfplay_lib
 from az_jax.config import Config
-from envs import make_env
-
-DEVICE_AXIS = "d"
+from az_jax.devices import DEVICE_AXIS, device_key, first_index
+from envs import get_game, make_env
 
 
 @struct.dataclass
@@ -36,7 +42,7 @@ class TrainState:
     params: Any                      # network parameters (replicated)
     batch_stats: Any                 # batch-norm running averages (replicated)
     opt_state: Any                   # SGD-momentum state incl. the schedule's step count (replicated)
-    games: selfplay.SelfPlayState    # [B, ...] games in progress (sharded over devices)
+    games: selfplay_lib.SelfPlayState    # [B, ...] games in progress (sharded over devices)
     replay: replay_lib.ReplayBuffer  # [N, ...] replay buffer (sharded over devices)
     key: jax.Array                   # [2] uint32 raw key data of the run's key (replicated)
     iteration: jax.Array             # [] int32 iterations completed (replicated)
@@ -51,222 +57,164 @@ def state_partition_specs() -> TrainState:
                       key=P(), iteration=P(), best=P(), resign=P())
 
 
-def make_mesh(devices=None) -> Mesh:
-    devices = jax.devices() if devices is None else devices
-    return Mesh(np.asarray(devices), (DEVICE_AXIS,))
-
-
-@dataclasses.dataclass(frozen=True)
-class Trainer:
-    """Everything static about a run: config, game, network, optimizer and mesh. Builds and runs iterations."""
+@dataclasses.dataclass(frozen=True, eq=False)
+class Setup:
+    """The static parts of a run, made once from its Config by `make_setup`. The network enters the iteration only
+    through `apply_fn` and `learn_apply`, so a program may wrap them (the population runs them once per member)."""
     config: Config
-    mesh: Mesh
+    env: pgx.Env
+    network: nn.Module                       # the acting network; its `init` makes the variables
+    apply_fn: search_lib.ApplyFn             # acting: running batch-norm averages
+    learn_apply: learner.LearnApplyFn        # learning: batch statistics synchronised over DEVICE_AXIS
+    selfplay: selfplay_lib.SelfPlayConfig    # self-play's search and move settings
 
-    @functools.cached_property
-    def env(self) -> pgx.Env:
-        return make_env(self.config.game)[0]
+    def play_search(self, num_simulations: int) -> search_lib.SearchConfig:
+        """The search of greedy play (gating, evaluation) at `num_simulations`."""
+        return search_lib.SearchConfig.for_play(self.config, num_simulations)
 
-    @functools.cached_property
-    def network(self):
-        """The network for learning: batch-norm statistics synchronised over the device axis."""
-        return networks.make_network(self.config, self.env.num_actions, axis_name=DEVICE_AXIS)
 
-    @functools.cached_property
-    def acting_network(self):
-        return networks.make_network(self.config, self.env.num_actions)
+def make_setup(config: Config) -> Setup:
+    """Builds the game (outside any trace: pgx creates module-level arrays when a game is first imported) and the
+    network functions."""
+    env = make_env(config.game)[0]
+    network = networks.make_network(config, env.num_actions)
+    learning = networks.make_network(config, env.num_actions, axis_name=DEVICE_AXIS)
+    return Setup(config=config, env=env, network=network,
+                 apply_fn=lambda variables, obs: network.apply(variables, obs, train=False),
+                 learn_apply=learner.learning_apply(learning), selfplay=selfplay_lib.SelfPlayConfig.from_config(config))
 
-    def apply_fn(self, variables, observation):
-        """Acting: running batch-norm averages. (variables, obs [B, ...]) -> (logits [B, A], value [B])."""
-        return self.acting_network.apply(variables, observation, train=False)
 
-    @functools.cached_property
-    def optimizer(self) -> optax.GradientTransformation:
-        return learner.make_optimizer(self.config)
+# --- state -----------------------------------------------------------------------------------------------------------
+def init_variables(setup: Setup, rng_key: jax.Array) -> dict:
+    """{'params', 'batch_stats'} of a fresh network; the key is consumed."""
+    obs = jnp.zeros((1, *setup.env.observation_shape), jnp.float32)
+    return setup.network.init(rng_key, obs, train=False)
 
-    @property
-    def num_devices(self) -> int:
-        return self.mesh.size
 
-    @functools.cached_property
-    def shardings(self) -> TrainState:
-        return jax.tree.map(lambda spec: NamedSharding(self.mesh, spec), state_partition_specs(),
-                            is_leaf=lambda x: isinstance(x, P))
-
-    # --- state ---------------------------------------------------------------------------------------------------
-    def init_variables(self, rng_key: jax.Array) -> dict:
-        obs = jnp.zeros((1, *self.env.observation_shape), jnp.float32)
-        return self.acting_network.init(rng_key, obs, train=False)
-
-    def init_state(self) -> TrainState:
-        """The initial TrainState from config.seed, created on the mesh: each device computes only its own shards.
-
-        Built inside jit with out_shardings rather than built on one device and `device_put`: with several processes
-        the mesh has devices no single process can write to, and the replay buffer may not fit on one device."""
-        # Build the env outside the trace: pgx creates module-level arrays when a game module is first imported.
-        assert self.env is not None
-        return self._init_state_jit()
-
-    @functools.cached_property
-    def _init_state_jit(self):
-        return jax.jit(self._initial_state, out_shardings=self.shardings)
-
-    def _initial_state(self, seed=None) -> TrainState:
-        """`seed` (an int, or a traced int32 scalar) replaces config.seed: az_jax/apps/population.py vmaps this over the
-        seeds of a population's members."""
-        cfg = self.config
-        root = jax.random.key(cfg.seed if seed is None else seed)
-        net_key, games_key, run_key = jax.random.split(root, 3)
-        variables = self.init_variables(net_key)
-        obs_dtype = self.env.init(jax.random.key(0)).observation.dtype
-        state = TrainState(
-            params=variables["params"], batch_stats=variables["batch_stats"],
-            opt_state=self.optimizer.init(variables["params"]),
-            games=selfplay.init(self.env, games_key, cfg.selfplay_batch_size,
+def init_state(setup: Setup, seed: int | jax.Array) -> TrainState:
+    """The initial TrainState of a run with `seed` (an int, or a traced int32 scalar), global shapes."""
+    cfg = setup.config
+    net_key, games_key, run_key = jax.random.split(jax.random.key(seed), 3)
+    variables = init_variables(setup, net_key)
+    obs_dtype = setup.env.init(jax.random.key(0)).observation.dtype
+    return TrainState(
+        params=variables["params"], batch_stats=variables["batch_stats"],
+        opt_state=learner.make_optimizer(cfg).init(variables["params"]),
+        games=selfplay_lib.init(setup.env, games_key, cfg.selfplay_batch_size,
                                 cfg.resign_disabled_fraction if cfg.resign else None),
-            replay=replay_lib.init(cfg.replay_capacity, self.env.observation_shape, obs_dtype, self.env.num_actions,
-                                  keep_search_value=cfg.value_target_mix > 0),
-            key=jax.random.key_data(run_key), iteration=jnp.int32(0),
-            # the first best player is the initial network (a copy: jit returns distinct buffers)
-            best=gating_lib.BestPlayer(params=variables["params"], batch_stats=variables["batch_stats"],
-                                       iteration=jnp.int32(0)) if cfg.gating else None,
-            resign=resign_lib.init_state(cfg.v_resign_init) if cfg.resign else None)
-        return state
+        replay=replay_lib.init(cfg.replay_capacity, setup.env.observation_shape, obs_dtype, setup.env.num_actions,
+                               keep_search_value=cfg.value_target_mix > 0),
+        key=jax.random.key_data(run_key), iteration=jnp.int32(0),
+        # the first best player is the initial network (a copy: jit returns distinct buffers)
+        best=gating_lib.BestPlayer(params=variables["params"], batch_stats=variables["batch_stats"],
+                                   iteration=jnp.int32(0)) if cfg.gating else None,
+        resign=resign_lib.init_state(cfg.v_resign_init) if cfg.resign else None)
 
-    def abstract_state(self) -> TrainState:
-        """Shapes, dtypes and shardings of the TrainState, without allocating it (for checkpoint restore)."""
-        # Build the env outside the trace: pgx creates module-level arrays when a game module is first imported.
-        assert self.env is not None
-        shapes = jax.eval_shape(self.init_state)
-        with_sharding = lambda sharding, subtree: jax.tree.map(
-            lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), subtree)
-        return jax.tree.map(with_sharding, self.shardings, shapes, is_leaf=lambda x: isinstance(x, NamedSharding))
 
-    # --- the iteration ---------------------------------------------------------------------------------------------
-    def _local_selfplay(self, state: TrainState, selfplay_key: jax.Array):
-        """Self-play on one device's shard: S plies of its B/D games, written into its N/D replay rows. With gating
-        the best player's weights play, else the latest."""
-        variables = ({"params": state.params, "batch_stats": state.batch_stats} if state.best is None
-                     else state.best.variables)
-        return selfplay.play(
-            self.env, self.apply_fn, selfplay.SelfPlayParams.from_config(self.config), variables, state.games,
-            state.replay, selfplay_key, first_ply=state.iteration * self.config.selfplay_steps,
-            num_plies=self.config.selfplay_steps, v_resign=None if state.resign is None else state.resign.v_resign)
+# --- one device's shard of the iteration ----------------------------------------------------------------------------
+def selfplay(setup: Setup, state: TrainState, rng_key: jax.Array
+             ) -> tuple[selfplay_lib.SelfPlayState, replay_lib.ReplayBuffer, dict]:
+    """S plies of this device's B/D games, written into its N/D replay rows; the key (already this device's) is
+    consumed. With gating the best player's weights play, else the latest. Metrics are this device's sums."""
+    variables = ({"params": state.params, "batch_stats": state.batch_stats} if state.best is None
+                 else state.best.variables)
+    return selfplay_lib.play(
+        setup.env, setup.apply_fn, variables, setup.selfplay, state.games, state.replay, rng_key,
+        first_ply=state.iteration * setup.selfplay.num_plies,
+        v_resign=None if state.resign is None else state.resign.v_resign)
 
-    def _local_learn(self, params, batch_stats, opt_state, buffer: replay_lib.ReplayBuffer, learn_key: jax.Array):
-        """G gradient steps on minibatches sampled from every device's replay shard, once enough outcomes exist."""
-        cfg = self.config
-        local_done = buffer.done.sum()
-        ready = ((jax.lax.psum(local_done, DEVICE_AXIS) >= max(cfg.min_replay_size, 1))
-                 & (jax.lax.pmin(local_done, DEVICE_AXIS) > 0))
-        step = functools.partial(learner.train_step, network=self.network, optimizer=self.optimizer,
+
+def learn(setup: Setup, params, batch_stats, opt_state, buffer: replay_lib.ReplayBuffer, rng_key: jax.Array,
+          learning_rates: jax.Array | None = None):
+    """G gradient steps on minibatches sampled from every device's replay shard, once enough outcomes exist; the key
+    (already this device's) is consumed. `learning_rates` ([K], may be data) replace the config's schedule values.
+    Returns (params, batch_stats, opt_state, ready [] bool, mean metrics)."""
+    cfg = setup.config
+    local_done = buffer.done.sum()
+    ready = ((jax.lax.psum(local_done, DEVICE_AXIS) >= max(cfg.min_replay_size, 1))
+             & (jax.lax.pmin(local_done, DEVICE_AXIS) > 0))
+    optimizer = learner.make_optimizer(cfg, learning_rates)
+    local_batch = cfg.batch_size // jax.lax.axis_size(DEVICE_AXIS)
+    zeros = dict.fromkeys(("loss", "policy_loss", "value_loss", "l2"), jnp.float32(0))
+
+    def step(carry, key):
+        # The step always runs and `ready` selects its result: a lax.cond would put the network's backward pass in a
+        # nested computation, which XLA:CPU runs far slower (experiments/PERFORMANCE.md).
+        batch = replay_lib.sample(buffer, key, local_batch,
+                                  symmetry_game=cfg.game if cfg.augment_symmetries else None,
+                                  value_target_mix=cfg.value_target_mix)
+        new = learner.train_step(*carry, batch, apply_fn=setup.learn_apply, optimizer=optimizer,
                                  weight_decay=cfg.weight_decay, axis_name=DEVICE_AXIS)
-        local_batch = cfg.batch_size // self.num_devices
-        zeros = {"loss": jnp.float32(0), "policy_loss": jnp.float32(0), "value_loss": jnp.float32(0),
-                 "l2": jnp.float32(0)}
+        return jax.tree.map(lambda n, o: jnp.where(ready, n, o), (new[:3], new[3]), (carry, zeros))
 
-        def learn(carry, key):
-            # The step always runs and `ready` selects its result: a lax.cond would put the network's backward
-            # pass in a nested computation, which XLA:CPU runs ~25x slower (experiments/PERFORMANCE.md).
-            batch = replay_lib.sample(buffer, key, local_batch,
-                                      symmetry_game=cfg.game if cfg.augment_symmetries else None,
-                                      value_target_mix=cfg.value_target_mix)
-            new = step(*carry, batch)
-            carry, metrics = jax.tree.map(lambda n, o: jnp.where(ready, n, o), (new[:3], new[3]), (carry, zeros))
-            return carry, metrics
+    (params, batch_stats, opt_state), metrics = jax.lax.scan(
+        step, (params, batch_stats, opt_state), jax.random.split(rng_key, cfg.train_steps_per_iteration))
+    return params, batch_stats, opt_state, ready, jax.tree.map(jnp.mean, metrics)
 
-        # A rolled loop on every backend: on CPU the network's convolutions use az_jax/conv.py's gradient, without
-        # which XLA:CPU ran the backward pass ~12-25x slower inside a loop and the steps had to be unrolled (each
-        # unrolled step cost ~2 s of compile; experiments/PERFORMANCE.md §1, §4).
-        (params, batch_stats, opt_state), metrics = jax.lax.scan(
-            learn, (params, batch_stats, opt_state), jax.random.split(learn_key, cfg.train_steps_per_iteration))
-        return params, batch_stats, opt_state, ready, jax.tree.map(jnp.mean, metrics)
 
-    def _local_iteration(self, state: TrainState) -> tuple[TrainState, dict]:
-        """Runs on one device's shard. Shapes here are per device: B/D games, N/D buffer rows."""
-        cfg = self.config
-        device = jax.lax.axis_index(DEVICE_AXIS)
-        run_key, selfplay_key, learn_key = jax.random.split(jax.random.wrap_key_data(state.key), 3)
-        games, buffer, sp = self._local_selfplay(state, jax.random.fold_in(selfplay_key, device))
-        params, batch_stats, opt_state, ready, lm = self._local_learn(
-            state.params, state.batch_stats, state.opt_state, buffer, jax.random.fold_in(learn_key, device))
+def iteration(setup: Setup, state: TrainState, learning_rates: jax.Array | None = None
+              ) -> tuple[TrainState, dict]:
+    """One iteration on this device's shard (B/D games, N/D buffer rows): self-play, then learning; returns the new
+    state and the iteration's metrics (summed or averaged over devices, identical on every device)."""
+    cfg = setup.config
+    run_key, selfplay_key, learn_key = jax.random.split(jax.random.wrap_key_data(state.key), 3)
+    games, buffer, sp = selfplay(setup, state, device_key(selfplay_key))
+    params, batch_stats, opt_state, ready, lm = learn(setup, state.params, state.batch_stats, state.opt_state,
+                                                      buffer, device_key(learn_key), learning_rates)
+    sp = jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), sp)
+    games_done = jnp.maximum(sp["games"], 1)
+    steps = cfg.train_steps_per_iteration
+    metrics = {
+        "selfplay/games_finished": sp["games"],
+        "selfplay/mean_game_length": sp["game_length"] / games_done,
+        "selfplay/decisive_fraction": sp["decisive"] / games_done,
+        "selfplay/positions": jnp.int32(cfg.positions_per_iteration),
+        "replay/positions_with_outcome": jax.lax.psum(buffer.done.sum(), DEVICE_AXIS),
+        "train/steps": jnp.where(ready, steps, 0),
+        "train/positions_trained_per_generated": jnp.where(ready, steps * cfg.batch_size, 0)
+        / cfg.positions_per_iteration,
+        "train/learning_rate": learner.current_learning_rate(cfg, opt_state, learning_rates),
+        **{f"train/{k}": v for k, v in lm.items()},
+    }
+    resign = state.resign
+    if resign is not None:  # v_resign is re-set on device from the played-out games of every device
+        resign, resign_metrics = resign_lib.update(resign, sp["resign_counts"],
+                                                   target=cfg.resign_target_false_positive,
+                                                   calibration_games=cfg.resign_calibration_games)
+        metrics.update(resign_metrics, **{"resign/resigned_fraction": sp["resigned"] / games_done})
+    new_state = TrainState(params=params, batch_stats=batch_stats, opt_state=opt_state, games=games,
+                           replay=buffer, key=jax.random.key_data(run_key), iteration=state.iteration + 1,
+                           best=state.best, resign=resign)
+    return new_state, metrics
 
-        sp = jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), sp)
-        games_done = jnp.maximum(sp["games"], 1)
-        steps = cfg.train_steps_per_iteration
-        metrics = {
-            "selfplay/games_finished": sp["games"],
-            "selfplay/mean_game_length": sp["game_length"] / games_done,
-            "selfplay/decisive_fraction": sp["decisive"] / games_done,
-            "selfplay/positions": jnp.int32(cfg.positions_per_iteration),
-            "replay/positions_with_outcome": jax.lax.psum(buffer.done.sum(), DEVICE_AXIS),
-            "train/steps": jnp.where(ready, steps, 0),
-            "train/positions_trained_per_generated": jnp.where(ready, steps * cfg.batch_size, 0)
-            / cfg.positions_per_iteration,
-            "train/learning_rate": learner.current_learning_rate(cfg, opt_state),
-            **{f"train/{k}": v for k, v in lm.items()},
-        }
-        resign = state.resign
-        if resign is not None:  # v_resign is re-set on device from the played-out games of every device
-            resign, resign_metrics = resign_lib.update(resign, sp["resign_counts"],
-                                                       target=cfg.resign_target_false_positive,
-                                                       calibration_games=cfg.resign_calibration_games)
-            metrics.update(resign_metrics, **{"resign/resigned_fraction": sp["resigned"] / games_done})
-        new_state = TrainState(params=params, batch_stats=batch_stats, opt_state=opt_state, games=games,
-                               replay=buffer, key=jax.random.key_data(run_key), iteration=state.iteration + 1,
-                               best=state.best, resign=resign)
-        return new_state, metrics
 
-    def _shard(self, fn, in_specs, out_specs, donate_argnums=()):
-        # check_vma=False: mctx's internal while_loops are not written for shard_map's varying-axis types. The
-        # replicated outputs are made identical by construction (pmean'd gradients, synchronised batch norm);
-        # learner.train_step's pmean relies on this mode (see its docstring).
-        # Explicit output shardings: without them a 1-device mesh returns single-device arrays, and the next call,
-        # whose inputs are those outputs, is a new jit signature (a retrace) although it compiles nothing new.
-        out_shardings = jax.tree.map(lambda spec: NamedSharding(self.mesh, spec), out_specs,
-                                     is_leaf=lambda x: isinstance(x, P))
-        return jax.jit(jax.shard_map(fn, mesh=self.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False),
-                       out_shardings=out_shardings, donate_argnums=donate_argnums)
+# --- matches on the training mesh ------------------------------------------------------------------------------------
+def greedy_player(setup: Setup, variables: dict, num_simulations: int) -> arena.PlayerFn:
+    """(states [B, ...], key) -> actions [B]: the network with `variables` playing greedily by search."""
+    search = setup.play_search(num_simulations)
+    return lambda states, key: search_lib.greedy_search(setup.apply_fn, setup.env, variables, key, states, search)[0]
 
-    @functools.cached_property
-    def selfplay_only(self):
-        """(state, key) -> (games, replay, summed metrics): the self-play half alone, for benchmarks."""
-        def fn(state, key):
-            games, buffer, sp = self._local_selfplay(state, jax.random.fold_in(key, jax.lax.axis_index(DEVICE_AXIS)))
-            return games, buffer, jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), sp)
-        specs = state_partition_specs()
-        return self._shard(fn, (specs, P()), (specs.games, specs.replay, P()))
 
-    @functools.cached_property
-    def learn_only(self):
-        """(state, key) -> (params, batch_stats, opt_state, ready, metrics): the G gradient steps alone."""
-        def fn(state, key):
-            key = jax.random.fold_in(key, jax.lax.axis_index(DEVICE_AXIS))
-            return self._local_learn(state.params, state.batch_stats, state.opt_state, state.replay, key)
-        return self._shard(fn, (state_partition_specs(), P()), (P(), P(), P(), P(), P()))
+def gate(setup: Setup, params, batch_stats, best: gating_lib.BestPlayer, candidate_iteration: jax.Array,
+         rng_key: jax.Array) -> tuple[gating_lib.BestPlayer, dict]:
+    """This device's share of one gating match (AlphaGo Zero, Methods, "Evaluator"): the latest weights against
+    `best`, gating_games split over the devices; the key (replicated) is consumed."""
+    cfg = setup.config
+    sims = cfg.gating_simulations or cfg.num_simulations
+    return gating_lib.gate(
+        setup.env, lambda variables: greedy_player(setup, variables, sims),
+        {"params": params, "batch_stats": batch_stats}, best, candidate_iteration, device_key(rng_key),
+        num_games=cfg.gating_games // jax.lax.axis_size(DEVICE_AXIS), max_length=get_game(cfg.game).max_length,
+        opening_plies=get_game(cfg.game).opening_plies, threshold=cfg.gating_threshold, axis_name=DEVICE_AXIS)
 
-    @functools.cached_property
-    def gate(self):
-        """(params, batch_stats, best, iteration, key) -> (best, metrics): one gating match of the latest weights
-        (`params`, `batch_stats` of iteration `iteration`) against `best`, split over the mesh (az_jax/gating.py).
-        The input `best` is donated."""
-        from az_jax.agent import greedy_search
-        from az_jax.evaluation.evaluate import default_opening_plies
-        from envs import get_game
-        cfg = self.config
-        sims = cfg.gating_simulations or cfg.num_simulations
-        player_fn = lambda variables: lambda states, key: greedy_search(self.apply_fn, self.env, cfg, variables, key,
-                                                                         states, sims)[0]
 
-        def fn(params, batch_stats, best, iteration, key):
-            key = jax.random.fold_in(key, jax.lax.axis_index(DEVICE_AXIS))
-            return gating_lib.gate(
-                self.env, player_fn, {"params": params, "batch_stats": batch_stats}, best, iteration, key,
-                num_games=cfg.gating_games // self.num_devices, max_length=get_game(cfg.game).max_length,
-                opening_plies=default_opening_plies(cfg.game), threshold=cfg.gating_threshold, axis_name=DEVICE_AXIS)
-        return self._shard(fn, (P(), P(), P(), P(), P()), (P(), P()), donate_argnums=2)
-
-    @functools.cached_property
-    def iteration(self):
-        """state -> (state, metrics): one jitted, data-parallel iteration. The input state's buffers are donated."""
-        specs = state_partition_specs()
-        return self._shard(self._local_iteration, (specs,), (specs, P()), donate_argnums=0)
+def match(setup: Setup, variables: dict, rng_key: jax.Array, *, opponent: arena.PlayerFn, num_games: int,
+          num_simulations: int) -> jax.Array:
+    """This device's share of a match of the network (greedy search) against `opponent`: `num_games` games in all,
+    random openings paired with colours swapped (az_jax/arena.py); the key (replicated) is consumed. Returns this
+    device's results [num_games / D], the agent's point of view."""
+    local_games = num_games // jax.lax.axis_size(DEVICE_AXIS)
+    game = get_game(setup.config.game)
+    return arena.play_match(setup.env, greedy_player(setup, variables, num_simulations), opponent,
+                            device_key(rng_key), local_games, game.max_length, first_game=first_index(local_games),
+                            opening_plies=game.opening_plies)

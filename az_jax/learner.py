@@ -6,7 +6,8 @@ Nature 2017, Methods, "Optimisation").
 Illegal actions are masked before the softmax, so p and the target π live on the same legal set. Batch norm uses the
 batch statistics (synchronised across devices through `axis_name`) while learning; acting uses the running averages.
 """
-from typing import Any
+import functools
+from collections.abc import Callable, Sequence
 
 import flax.linen as nn
 import jax
@@ -14,30 +15,44 @@ import jax.numpy as jnp
 import optax
 
 from az_jax import replay as replay_lib
+from az_jax.config import Config
 from az_jax.search import mask_logits
 
 
-def make_schedule(config) -> optax.Schedule:
-    """Piecewise constant: learning_rates[0] until lr_boundaries[0] steps, then learning_rates[1], …"""
-    values = config.learning_rates
-    scales = {int(b): values[i + 1] / values[i] for i, b in enumerate(config.lr_boundaries)}
-    return optax.piecewise_constant_schedule(values[0], scales)
+# (variables, observation [n, ...]) -> ((logits [n, A], value [n]), {"batch_stats": new statistics})
+LearnApplyFn = Callable[[dict, jax.Array], tuple[tuple[jax.Array, jax.Array], dict]]
 
 
-def make_optimizer(config) -> optax.GradientTransformation:
-    """SGD with momentum over the stepped schedule."""
-    return optax.sgd(learning_rate=make_schedule(config), momentum=config.momentum)
+def learning_apply(network: nn.Module) -> LearnApplyFn:
+    """The network as the learner runs it: batch statistics, and the running averages returned as an update."""
+    return functools.partial(network.apply, train=True, mutable=["batch_stats"])
 
 
-def current_learning_rate(config, opt_state) -> jax.Array:
+def make_schedule(learning_rates: Sequence[float] | jax.Array, boundaries: Sequence[int]) -> optax.Schedule:
+    """Stepped: learning_rates[0] until boundaries[0] steps, then learning_rates[1], … (AlphaGo Zero, Methods,
+    "Optimisation"). The values may be data (a [K] array, traced inside a population's program); the boundaries are
+    static."""
+    values = [optax.constant_schedule(learning_rates[i]) for i in range(len(boundaries) + 1)]
+    return optax.join_schedules(values, [int(b) for b in boundaries])
+
+
+def make_optimizer(config: Config, learning_rates: Sequence[float] | jax.Array | None = None
+                   ) -> optax.GradientTransformation:
+    """SGD with momentum over the stepped schedule of `learning_rates` (default: the config's)."""
+    values = config.learning_rates if learning_rates is None else learning_rates
+    return optax.sgd(learning_rate=make_schedule(values, config.lr_boundaries), momentum=config.momentum)
+
+
+def current_learning_rate(config: Config, opt_state, learning_rates: Sequence[float] | jax.Array | None = None
+                          ) -> jax.Array:
     """The learning rate the next gradient step will use (the schedule at the optimizer's step count)."""
-    return make_schedule(config)(optax.tree_utils.tree_get(opt_state, "count"))
+    values = config.learning_rates if learning_rates is None else learning_rates
+    return make_schedule(values, config.lr_boundaries)(optax.tree_utils.tree_get(opt_state, "count"))
 
 
-def loss_fn(params, batch_stats, network: nn.Module, batch: replay_lib.Batch, weight_decay: float):
+def loss_fn(params, batch_stats, apply_fn: LearnApplyFn, batch: replay_lib.Batch, weight_decay: float):
     """Returns (loss, (new batch_stats, metrics)). Batch arrays are [n, ...]."""
-    (logits, value), updates = network.apply({"params": params, "batch_stats": batch_stats}, batch.observation,
-                                             train=True, mutable=["batch_stats"])
+    (logits, value), updates = apply_fn({"params": params, "batch_stats": batch_stats}, batch.observation)
     log_p = jax.nn.log_softmax(mask_logits(logits, batch.legal))                            # [n, A]
     policy_loss = -jnp.sum(jnp.where(batch.legal, batch.policy * log_p, 0.0), axis=-1).mean()
     value_loss = jnp.mean((batch.outcome - value) ** 2)
@@ -47,16 +62,14 @@ def loss_fn(params, batch_stats, network: nn.Module, batch: replay_lib.Batch, we
     return loss, (updates["batch_stats"], metrics)
 
 
-def train_step(params, batch_stats, opt_state, batch: replay_lib.Batch, *, network: nn.Module,
+def train_step(params, batch_stats, opt_state, batch: replay_lib.Batch, *, apply_fn: LearnApplyFn,
                optimizer: optax.GradientTransformation, weight_decay: float, axis_name: str | None):
     """One SGD step on this device's share of the global batch; gradients averaged over `axis_name`.
 
-    Returns (params, batch_stats, opt_state, metrics), identical on every device.
-
-    Inside `jax.shard_map` this must run with `check_vma=False` (as az_jax.iteration does): there the gradient of
-    the replicated parameters is this device's own, and `pmean` averages it. With `check_vma=True` autodiff already
-    sums gradients of replicated values over the axis, and the `pmean` would leave D× the mean."""
-    grads, (batch_stats, metrics) = jax.grad(loss_fn, has_aux=True)(params, batch_stats, network, batch,
+    Returns (params, batch_stats, opt_state, metrics), identical on every device. Inside a sharded program this
+    relies on az_jax/devices.py's `check_vma=False` (the gradient of replicated parameters is this device's own, and
+    `pmean` averages it)."""
+    grads, (batch_stats, metrics) = jax.grad(loss_fn, has_aux=True)(params, batch_stats, apply_fn, batch,
                                                                     weight_decay)
     if axis_name is not None:
         grads = jax.lax.pmean(grads, axis_name)

@@ -3,58 +3,35 @@
 `train_and_evaluate(config, run_dir)` is what `az-jax train` calls. Everything that touches the host — timing,
 progress bar, metric files, checkpoints, evaluation matches — lives here, outside the jitted iteration.
 """
-import json
 import os
 import time
 from typing import Callable
 
 import jax
-import jax.numpy as jnp
-from jax.sharding import PartitionSpec as P
 
+from az_jax import arena
 from az_jax import checkpoint as ckpt
 from az_jax import config as config_lib
 from az_jax import distributed
-from az_jax.agent import greedy_search
-from az_jax.evaluation import arena
-from az_jax.iteration import DEVICE_AXIS, Trainer, TrainState, make_mesh
+from az_jax.devices import make_mesh
+from az_jax.evaluation.players import JaxPlayer, make_player
+from az_jax.iteration import TrainState
 from az_jax.metrics import MetricsWriter
-from envs import get_game
+from az_jax.trainer import Trainer
 
 ProgressFn = Callable[[int, dict], None]
 
 
-def make_evaluator(trainer: Trainer, num_games: int, num_simulations: int, opponent: arena.PlayerFn | None = None):
-    """(variables, key) -> results [num_games] of the agent against `opponent` (default uniform random), games split
-    over the mesh, random openings paired with colours swapped (az_jax/evaluation/arena.py)."""
-    from az_jax.evaluation.evaluate import default_opening_plies
-    env, config = trainer.env, trainer.config
-    local_games = num_games // trainer.num_devices
-    max_length = get_game(config.game).max_length
-    opponent = opponent or arena.uniform_random_player
-    opening_plies = default_opening_plies(config.game)
-
-    def local_eval(variables, key):
-        device = jax.lax.axis_index(DEVICE_AXIS)
-        agent = lambda states, k: greedy_search(trainer.apply_fn, env, config, variables, k, states,
-                                                num_simulations)[0]
-        return arena.play_match(env, agent, opponent, jax.random.fold_in(key, device), local_games, max_length,
-                                first_game=device * local_games, opening_plies=opening_plies)
-
-    return jax.jit(jax.shard_map(local_eval, mesh=trainer.mesh, in_specs=(P(), P()), out_specs=P(DEVICE_AXIS),
-                                 check_vma=False))
-
-
-def make_evaluators(trainer: Trainer, num_games: int, num_simulations: int) -> dict:
-    """{opponent name: evaluator} for the config's eval_opponents (JAX players only)."""
-    from az_jax.evaluation.players import JaxPlayer, make_player
-    evaluators = {}
+def baseline_matches(trainer: Trainer, num_games: int, num_simulations: int) -> dict:
+    """{opponent name: program (variables, key) -> results [num_games]} for the config's eval_opponents (players
+    that run on device: az_jax/evaluation/players.py)."""
+    matches = {}
     for spec in trainer.config.eval_opponents:
         player = make_player(spec, trainer.config.game)
         if not isinstance(player, JaxPlayer):
             raise config_lib.ConfigError(f"eval_opponents: {spec!r} is an external engine; use `az-jax eval`")
-        evaluators[player.name] = make_evaluator(trainer, num_games, num_simulations, player.fn)
-    return evaluators
+        matches[player.name] = trainer.match(player.fn, num_games, num_simulations)
+    return matches
 
 
 def prepare_run_dir(config: config_lib.Config, run_dir: str) -> config_lib.Config:
@@ -101,7 +78,7 @@ def train_and_evaluate(config: config_lib.Config, run_dir: str, *, progress: boo
         write_config(config, run_dir)
     start = int(jax.device_get(state.iteration))
     eval_sims = config.eval_simulations or config.num_simulations
-    evaluators = make_evaluators(trainer, config.eval_games, eval_sims) if config.eval_every else {}
+    matches = baseline_matches(trainer, config.eval_games, eval_sims) if config.eval_every else {}
     eval_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_003)  # independent of the run's key stream
     gating_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_033)  # likewise; a pure function of the seed,
                                                                             # so a resumed run gates identically
@@ -110,7 +87,7 @@ def train_and_evaluate(config: config_lib.Config, run_dir: str, *, progress: boo
     try:
         for it in range(start, config.num_iterations):
             t0 = time.perf_counter()
-            state, metrics = trainer.iteration(state)
+            state, metrics = trainer.iterate(state)
             metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
             seconds = time.perf_counter() - t0
             done = it + 1
@@ -129,11 +106,11 @@ def train_and_evaluate(config: config_lib.Config, run_dir: str, *, progress: boo
                 "perf/simulations_per_second": config.positions_per_iteration * config.num_simulations / seconds,
                 "perf/train_samples_per_second": metrics["train/steps"] * config.batch_size / seconds,
             })
-            if evaluators and (done % config.eval_every == 0 or done == config.num_iterations):
+            if matches and (done % config.eval_every == 0 or done == config.num_iterations):
                 variables = {"params": state.params, "batch_stats": state.batch_stats}
-                for name, evaluator in evaluators.items():
+                for name, match in matches.items():
                     t1 = time.perf_counter()
-                    results = distributed.fetch(evaluator(variables, jax.random.fold_in(eval_key, done)))
+                    results = distributed.fetch(match(variables, jax.random.fold_in(eval_key, done)))
                     metrics.update({f"eval/vs_{name}_score": arena.score(results),
                                     f"eval/vs_{name}_wins": float((results > 0).sum()),
                                     f"eval/vs_{name}_draws": float((results == 0).sum()),

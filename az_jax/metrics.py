@@ -7,6 +7,8 @@ import time
 from tensorboardX import SummaryWriter
 from tqdm import tqdm
 
+from az_jax.files import read_jsonl
+
 
 class MetricsWriter:
     """Writes `metrics.jsonl` (one object per iteration) and TensorBoard events under `RUN_DIR/tensorboard`.
@@ -50,8 +52,4 @@ class MetricsWriter:
 
 def read_metrics(run_dir: str) -> list[dict]:
     """All records of `RUN_DIR/metrics.jsonl`, in order."""
-    path = os.path.join(run_dir, "metrics.jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return read_jsonl(os.path.join(run_dir, "metrics.jsonl"))

@@ -5,6 +5,7 @@ player to move; the reward of a step belongs to the player who just moved; the d
 alternation) and 0 once the game is over, so nothing is backed up from beyond a terminal state. Illegal actions are masked in the root and interior
 priors and excluded from the root's search.
 """
+import dataclasses
 import functools
 from typing import Callable
 
@@ -13,10 +14,41 @@ import jax.numpy as jnp
 import mctx
 import pgx
 
+from az_jax.config import Config
 from envs import symmetries as symmetries_lib
 
 # (variables, observation [B, ...]) -> (logits [B, A], value [B])
 ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """How one search runs: made once from a Config and passed whole (hashable, so jitted programs close over it)."""
+    num_simulations: int
+    algorithm: str = "puct"                # "puct" (AlphaZero) or "gumbel" (Gumbel MuZero)
+    c_init: float = 1.25                   # C(s) = log((1 + N + c_base) / c_base) + c_init (AlphaZero pseudocode)
+    c_base: float = 19652.0
+    dirichlet_fraction: float = 0.25       # ε of the root noise (PUCT); 0: none
+    dirichlet_alpha: float = 0.3           # its concentration
+    max_num_considered_actions: int = 16   # Gumbel: actions kept by sequential halving
+    gumbel_scale: float = 1.0              # Gumbel: 0 searches without Gumbel noise
+    symmetry_game: str | None = None       # evaluations see a random symmetry of this game (AlphaGo Zero); None: off
+
+    @classmethod
+    def for_selfplay(cls, config: Config) -> "SearchConfig":
+        """Self-play's search: the config's algorithm, simulations and root noise."""
+        return cls(num_simulations=config.num_simulations, algorithm=config.search, c_init=config.c_init,
+                   c_base=config.c_base, dirichlet_fraction=config.dirichlet_fraction,
+                   dirichlet_alpha=config.root_dirichlet_alpha,
+                   max_num_considered_actions=config.max_num_considered_actions,
+                   symmetry_game=config.game if config.search_symmetries else None)
+
+    @classmethod
+    def for_play(cls, config: Config, num_simulations: int) -> "SearchConfig":
+        """Greedy play outside self-play (evaluation, gating, Agent): the acting search (`eval_search`, else
+        `search`), no root noise, no Gumbel noise."""
+        return dataclasses.replace(cls.for_selfplay(config), num_simulations=num_simulations,
+                                   algorithm=config.acting_search, dirichlet_fraction=0.0, gumbel_scale=0.0)
 
 
 def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
@@ -25,8 +57,8 @@ def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
     return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
 
 
-def evaluate(apply_fn: ApplyFn, variables: dict, observation: jax.Array, rng_key: jax.Array | None,
-             symmetry_game: str | None = None) -> tuple[jax.Array, jax.Array]:
+def predict(apply_fn: ApplyFn, variables: dict, observation: jax.Array, rng_key: jax.Array | None,
+            symmetry_game: str | None = None) -> tuple[jax.Array, jax.Array]:
     """The network on observations [B, ...] -> (logits [B, A], value [B]); the key is consumed (used only with
     `symmetry_game`).
 
@@ -45,12 +77,12 @@ def make_recurrent_fn(env: pgx.Env, apply_fn: ApplyFn, symmetry_game: str | None
     """`recurrent_fn` that steps the real pgx env; the embedding is the batched pgx state [B, ...].
 
     The games are deterministic: mctx's per-simulation key is used only for the random symmetries of
-    `symmetry_game` (see `evaluate`)."""
+    `symmetry_game` (see `predict`)."""
 
     def recurrent_fn(variables, rng_key, action, state):
         mover = state.current_player                                       # [B]
         state = jax.vmap(env.step)(state, action)
-        logits, value = evaluate(apply_fn, variables, state.observation, rng_key, symmetry_game)
+        logits, value = predict(apply_fn, variables, state.observation, rng_key, symmetry_game)
         batch = jnp.arange(action.shape[0])
         over = state.terminated | state.truncated
         output = mctx.RecurrentFnOutput(
@@ -64,14 +96,11 @@ def make_recurrent_fn(env: pgx.Env, apply_fn: ApplyFn, symmetry_game: str | None
     return recurrent_fn
 
 
-def run_search(apply_fn: ApplyFn, env: pgx.Env, variables: dict, rng_key: jax.Array, state: pgx.State, *,
-               num_simulations: int, algorithm: str = "puct", dirichlet_fraction: float = 0.25,
-               dirichlet_alpha: float = 0.3, c_init: float = 1.25, c_base: float = 19652.0,
-               max_num_considered_actions: int = 16, gumbel_scale: float = 1.0,
-               symmetry_game: str | None = None) -> mctx.PolicyOutput:
+def run_search(apply_fn: ApplyFn, env: pgx.Env, variables: dict, rng_key: jax.Array, state: pgx.State,
+               search: SearchConfig) -> mctx.PolicyOutput:
     """Searches a batch of pgx states [B, ...]; the key is consumed.
 
-    PUCT (AlphaZero §3.2): mctx.muzero_policy scores a child by
+    PUCT (AlphaZero, Methods, and its pseudocode's ucb_score): mctx.muzero_policy scores a child by
         Q + C(s) · P · sqrt(N) / (1 + N(a)),   C(s) = log((1 + N + c_base) / c_base) + c_init,
     which is AlphaZero's formula. Q transform: `qtransform_by_min_max(-1, 1)` maps Q ∈ [−1, 1] linearly onto [0, 1] and
     scores unvisited children as 0 (a loss). That is exactly the AlphaZero pseudocode's convention (values in [0, 1],
@@ -80,30 +109,30 @@ def run_search(apply_fn: ApplyFn, env: pgx.Env, variables: dict, rng_key: jax.Ar
 
     Gumbel (`algorithm="gumbel"`): mctx.gumbel_muzero_policy with its paper's completed-Q transform
     (`qtransform_completed_by_mix_value`), which is what makes its policy improvement hold at 2–32 simulations.
-    Pass gumbel_scale=0 (and dirichlet_fraction=0 for PUCT) to search without noise.
 
     `symmetry_game` (a game name, or None): every network evaluation, root and leaves, sees its position under a
-    random symmetry of that game (`evaluate`). The root's symmetries take a key split from `rng_key`; the leaves' come
+    random symmetry of that game (`predict`). The root's symmetries take a key split from `rng_key`; the leaves' come
     from the per-simulation keys mctx passes to `recurrent_fn`. Without it the key stream is untouched.
     """
+    symmetry_game = search.symmetry_game
     root_key = None
     if symmetry_game is not None:
         rng_key, root_key = jax.random.split(rng_key)
-    logits, value = evaluate(apply_fn, variables, state.observation, root_key, symmetry_game)
+    logits, value = predict(apply_fn, variables, state.observation, root_key, symmetry_game)
     root = mctx.RootFnOutput(prior_logits=mask_logits(logits, state.legal_action_mask), value=value, embedding=state)
     recurrent_fn = make_recurrent_fn(env, apply_fn, symmetry_game)
     invalid = ~state.legal_action_mask
-    if algorithm == "puct":
+    if search.algorithm == "puct":
         return mctx.muzero_policy(
-            variables, rng_key, root, recurrent_fn, num_simulations, invalid_actions=invalid,
+            variables, rng_key, root, recurrent_fn, search.num_simulations, invalid_actions=invalid,
             qtransform=functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0),
-            dirichlet_fraction=dirichlet_fraction, dirichlet_alpha=dirichlet_alpha, pb_c_init=c_init,
-            pb_c_base=c_base, temperature=1.0)
-    if algorithm == "gumbel":
+            dirichlet_fraction=search.dirichlet_fraction, dirichlet_alpha=search.dirichlet_alpha,
+            pb_c_init=search.c_init, pb_c_base=search.c_base, temperature=1.0)
+    if search.algorithm == "gumbel":
         return mctx.gumbel_muzero_policy(
-            variables, rng_key, root, recurrent_fn, num_simulations, invalid_actions=invalid,
-            max_num_considered_actions=max_num_considered_actions, gumbel_scale=gumbel_scale)
-    raise ValueError(f"unknown search algorithm {algorithm!r}; choose puct or gumbel")
+            variables, rng_key, root, recurrent_fn, search.num_simulations, invalid_actions=invalid,
+            max_num_considered_actions=search.max_num_considered_actions, gumbel_scale=search.gumbel_scale)
+    raise ValueError(f"unknown search algorithm {search.algorithm!r}; choose puct or gumbel")
 
 
 def visit_counts(output: mctx.PolicyOutput) -> jax.Array:
@@ -122,3 +151,11 @@ def greedy_action(output: mctx.PolicyOutput, legal: jax.Array) -> jax.Array:
     visits = jnp.where(legal, visit_counts(output), -1)                                  # [B, A]
     top = visits == jnp.max(visits, axis=-1, keepdims=True)
     return jnp.argmax(jnp.where(top, output.action_weights, -jnp.inf), axis=-1)
+
+
+def greedy_search(apply_fn: ApplyFn, env: pgx.Env, variables: dict, rng_key: jax.Array, states: pgx.State,
+                  search: SearchConfig) -> tuple[jax.Array, mctx.PolicyOutput]:
+    """Greedy play (AlphaZero, Methods: evaluation plays the most visited move, no noise): searches states [B, ...]
+    with `search` (made by `SearchConfig.for_play`); returns (actions [B], the search's output). The key is consumed."""
+    out = run_search(apply_fn, env, variables, rng_key, states, search)
+    return greedy_action(out, states.legal_action_mask), out

@@ -17,6 +17,7 @@ from flax import struct
 from az_jax import replay as replay_lib
 from az_jax import resign as resign_lib
 from az_jax import search as search_lib
+from az_jax.config import Config
 
 
 @struct.dataclass
@@ -28,26 +29,17 @@ class SelfPlayState:
 
 
 @dataclasses.dataclass(frozen=True)
-class SelfPlayParams:
-    """Static self-play settings (hashable; closed over by the jitted iteration)."""
-    num_simulations: int
-    algorithm: str
-    sampling_moves: int
-    dirichlet_fraction: float
-    dirichlet_alpha: float
-    c_init: float
-    c_base: float
-    max_num_considered_actions: int
-    symmetry_game: str | None = None  # the game whose random symmetries the search's evaluations use (None: off)
+class SelfPlayConfig:
+    """Static self-play settings, made once from a Config (hashable; closed over by the jitted iteration)."""
+    search: search_lib.SearchConfig            # the search of every move, with root noise
+    num_plies: int                             # S: plies every game advances per call
+    sampling_moves: int                        # plies of each game sampled ∝ visits (τ = 1), then greedy
     resign_disabled_fraction: float | None = None  # resignation on (AlphaGo Zero): the fraction of games played out
 
     @classmethod
-    def from_config(cls, config) -> "SelfPlayParams":
-        return cls(num_simulations=config.num_simulations, algorithm=config.search,
-                   sampling_moves=config.sampling_moves, dirichlet_fraction=config.dirichlet_fraction,
-                   dirichlet_alpha=config.root_dirichlet_alpha, c_init=config.c_init, c_base=config.c_base,
-                   max_num_considered_actions=config.max_num_considered_actions,
-                   symmetry_game=config.game if config.search_symmetries else None,
+    def from_config(cls, config: Config) -> "SelfPlayConfig":
+        return cls(search=search_lib.SearchConfig.for_selfplay(config), num_plies=config.selfplay_steps,
+                   sampling_moves=config.sampling_moves,
                    resign_disabled_fraction=config.resign_disabled_fraction if config.resign else None)
 
 
@@ -64,19 +56,19 @@ def init(env: pgx.Env, rng_key: jax.Array, num_games: int,
                          resign=resign)
 
 
-def play(env: pgx.Env, apply_fn: search_lib.ApplyFn, params: SelfPlayParams, variables: dict,
+def play(env: pgx.Env, apply_fn: search_lib.ApplyFn, variables: dict, settings: SelfPlayConfig,
          state: SelfPlayState, buffer: replay_lib.ReplayBuffer, rng_key: jax.Array, first_ply: jax.Array,
-         num_plies: int, v_resign: jax.Array | None = None) -> tuple[SelfPlayState, replay_lib.ReplayBuffer, dict]:
-    """Plays `num_plies` plies of every game ([B] of them) and writes them to `buffer`; the key is consumed.
+         v_resign: jax.Array | None = None) -> tuple[SelfPlayState, replay_lib.ReplayBuffer, dict]:
+    """Plays `settings.num_plies` plies of every game ([B] of them) and writes them to `buffer`; the key is consumed.
 
     `first_ply` is the global ply counter (iteration · num_plies) that places the rows in the buffer.
     Returns the new games, buffer and summed metrics (games finished, their total length, decisive results; with
     resignation also "resigned", the games resigned, and "resign_counts", resign.outcome_counts of the played-out
     games).
-    `v_resign` ([] float) is the resignation threshold when `params.resign_disabled_fraction` is not None.
+    `v_resign` ([] float) is the resignation threshold when `settings.resign_disabled_fraction` is not None.
     """
     num_games = state.ply.shape[0]
-    resigning = params.resign_disabled_fraction is not None
+    resigning = settings.resign_disabled_fraction is not None
 
     def step(carry, xs):
         state, buffer = carry
@@ -85,14 +77,10 @@ def play(env: pgx.Env, apply_fn: search_lib.ApplyFn, params: SelfPlayParams, var
         if resigning:
             reset_key, resign_key = jax.random.split(reset_key)
         games = state.env
-        out = search_lib.run_search(
-            apply_fn, env, variables, search_key, games, num_simulations=params.num_simulations,
-            algorithm=params.algorithm, dirichlet_fraction=params.dirichlet_fraction,
-            dirichlet_alpha=params.dirichlet_alpha, c_init=params.c_init, c_base=params.c_base,
-            max_num_considered_actions=params.max_num_considered_actions, symmetry_game=params.symmetry_game)
+        out = search_lib.run_search(apply_fn, env, variables, search_key, games, settings.search)
         legal = games.legal_action_mask
         greedy = search_lib.greedy_action(out, legal)
-        action = jnp.where(state.ply < params.sampling_moves, out.action, greedy)               # [B]
+        action = jnp.where(state.ply < settings.sampling_moves, out.action, greedy)               # [B]
         buffer = replay_lib.add(buffer, ply_index, games.observation, out.action_weights,
                                 legal, games.current_player, state.episode,
                                 search_value=out.search_tree.summary().value)
@@ -110,7 +98,7 @@ def play(env: pgx.Env, apply_fn: search_lib.ApplyFn, params: SelfPlayParams, var
             ended = ended | resigned
             extra = {"resigned": resigned.sum(),
                      "resign_counts": resign_lib.outcome_counts(resign_games, ended, rewards)}
-            resign_games = resign_lib.restart(resign_games, ended, resign_key, params.resign_disabled_fraction)
+            resign_games = resign_lib.restart(resign_games, ended, resign_key, settings.resign_disabled_fraction)
         buffer = replay_lib.resolve(buffer, ended, state.episode, rewards)
         decisive = ended & (jnp.abs(rewards).sum(-1) > 0)
         fresh = jax.vmap(env.init)(jax.random.split(reset_key, num_games))
@@ -123,7 +111,7 @@ def play(env: pgx.Env, apply_fn: search_lib.ApplyFn, params: SelfPlayParams, var
                    "decisive": decisive.sum(), **extra}
         return (state, buffer), metrics
 
-    keys = jax.random.split(rng_key, num_plies)
-    plies = first_ply + jnp.arange(num_plies)
+    keys = jax.random.split(rng_key, settings.num_plies)
+    plies = first_ply + jnp.arange(settings.num_plies)
     (state, buffer), metrics = jax.lax.scan(step, (state, buffer), (plies, keys))
     return state, buffer, jax.tree.map(lambda x: x.sum(axis=0), metrics)  # over plies; [K] counts stay [K]

@@ -12,11 +12,11 @@ Formats (`record_format(game)` picks one; `write_record` writes it, `read_record
   `go_margin`) or by "R" when meta "resigned" is "true"; "0" for a draw, "?" for an unfinished game), then one node
   per move, B[xy] / W[xy], a pass written as an empty move B[] (FF[4] section "Pass"). SGF point "xy" is x = column
   from the left and y = row from the top, the same as pgx's action `x + N * y` (pgx's own SGF reader,
-  `pgx/experimental/go.py`; see `envs/go_notation.py`). `first_player` and `meta` go in the game comment GC as
+  `pgx/experimental/go.py`; see `envs/notation/go.py`). `first_player` and `meta` go in the game comment GC as
   `az_jax {json}`.
 * chess -- PGN (via python-chess): the Seven Tag Roster (White, Black, Result "1-0" / "0-1" / "1/2-1/2", "*" for an
   unfinished game; Event, Site, Date, Round from `meta` when it has them), a "PgxFirstPlayer" tag, one tag per other
-  `meta` item, then the moves in SAN. pgx actions are converted with `envs.uci.action_to_move`.
+  `meta` item, then the moves in SAN. pgx actions are converted with `envs.notation.chess_moves.action_to_move`.
 * all other games -- JSON: {"game", "players", "result", "first_player", "meta", "moves": [move text per ply, from
   `envs.notation.format_move`], "actions": [pgx action ids]}. "actions" is authoritative when reading; a hand-written
   file may give only "moves".
@@ -40,11 +40,17 @@ import os
 import re
 from typing import Any, Iterable, Mapping
 
+import chess
+import chess.pgn
 import jax
 import numpy as np
+from sgfmill import common, sgf
 
-from envs import go_notation, notation
+from envs import notation
+from envs.notation import go
+from envs.notation.chess_moves import action_to_move, move_to_action
 from envs.registry import GAMES
+from envs.state import is_over
 
 __all__ = ["GameRecord", "RecordError", "env_functions", "first_mover_result", "go_margin", "initial_state",
            "read_record", "record_format", "record_text", "replay", "step", "to_json", "to_pgn", "to_sgf",
@@ -163,14 +169,10 @@ def initial_state(game: str, first_player: int = 0):
     return init(jax.random.key(_init_key_seed(game, first_player)))
 
 
-def _over(state) -> bool:
-    return bool(state.terminated) or bool(state.truncated)
-
-
 def step(game: str, state, action: int, ply: int):
     """The state after `action` (checked legal: RecordError naming the 1-based `ply` if not)."""
     _, _, step_fn = env_functions(game)
-    if _over(state):
+    if is_over(state):
         raise RecordError(f"ply {ply}: action {action} after the end of the game")
     legal = np.asarray(state.legal_action_mask)     # (not env.num_actions: pgx computes it with an eager init)
     if not 0 <= action < legal.shape[0]:
@@ -195,13 +197,13 @@ def replay(record: GameRecord) -> list:
 
 def first_mover_result(state, first_player: int) -> float:
     """+1 / 0 / -1 for the first mover from a pgx state (0 while the game is not over)."""
-    return float(np.asarray(state.rewards)[first_player]) if _over(state) else 0.0
+    return float(np.asarray(state.rewards)[first_player]) if is_over(state) else 0.0
 
 
 def go_margin(game: str, state) -> float:
     """Black's Tromp-Taylor area minus White's minus komi in a Go state (what pgx's rewards compare with 0); store it
     as meta "margin" to get RE[B+3.5] instead of RE[B+]."""
-    from pgx._src.games.go import _count_scores
+    from pgx._src.games.go import _count_scores  # local: private to pgx, and builds jax arrays at import
     env, _, _ = env_functions(game)
     scores = np.asarray(_count_scores(state._x, env._game.size))
     return float(scores[0] - env._game.komi - scores[1])
@@ -241,7 +243,6 @@ def _sgf_result(record: GameRecord) -> str:
 
 def to_sgf(record: GameRecord) -> str:
     """SGF text of a Go record (see the module docstring for the properties written)."""
-    from sgfmill import common, sgf
     if record.game not in GO_GAMES:
         raise RecordError(f"SGF is for Go, not {record.game}")
     size, komi = _go_size(record.game), _go_komi(record.game)
@@ -260,10 +261,10 @@ def to_sgf(record: GameRecord) -> str:
         node = game.extend_main_sequence()
         colour = "B" if ply % 2 == 1 else "W"      # pgx Go: Black first, strict alternation (passes are moves)
         try:
-            vertex = go_notation.action_to_vertex(action, size)
+            vertex = go.action_to_vertex(action, size)
         except ValueError as e:
             raise RecordError(f"ply {ply}: {e}") from None
-        if vertex == go_notation.PASS:
+        if vertex == go.PASS:
             node.set_raw(colour, b"")             # FF[4] pass; sgfmill's own set_move would write [tt]
         else:
             node.set_move(colour.lower(), common.move_from_vertex(vertex, size))
@@ -280,10 +281,6 @@ def _pgn_unescape(value: str) -> str:
 
 def to_pgn(record: GameRecord) -> str:
     """PGN text of a chess record (see the module docstring for the tags written)."""
-    import chess
-    import chess.pgn
-
-    from envs.uci import action_to_move
     if record.game != "chess":
         raise RecordError(f"PGN is for chess, not {record.game}")
     game = chess.pgn.Game()
@@ -353,7 +350,6 @@ def _first_mover_score(text: str, first: str, second: str) -> float:
 
 def from_sgf(text: str | bytes) -> GameRecord:
     """A Go record from SGF text (ours or another program's: the main line, Black first, alternating colours)."""
-    from sgfmill import common, sgf
     try:
         game = sgf.Sgf_game.from_bytes(text.encode("utf-8") if isinstance(text, str) else text)
     except ValueError as e:
@@ -376,8 +372,8 @@ def from_sgf(text: str | bytes) -> GameRecord:
         if colour != expected:
             raise RecordError(f"SGF move {ply} is by {colour.upper()}, expected {expected.upper()} (pgx alternates "
                               f"colours, Black first)")
-        vertex = go_notation.PASS if move is None else common.format_vertex(move)
-        actions.append(go_notation.vertex_to_action(vertex, size))
+        vertex = go.PASS if move is None else common.format_vertex(move)
+        actions.append(go.vertex_to_action(vertex, size))
     first_player, meta = 0, {}
     if root.has_property("GC") and root.get("GC").startswith(_SGF_TAG):
         try:
@@ -392,11 +388,6 @@ def from_sgf(text: str | bytes) -> GameRecord:
 
 def from_pgn(text: str) -> GameRecord:
     """A chess record from PGN text (the first game's main line, from the standard starting position)."""
-    import chess
-    import chess.pgn
-
-    from envs.uci import move_to_action
-
     class _Builder(chess.pgn.GameBuilder):
         def handle_error(self, error):     # collect, do not log: the caller reports one line
             self.game.errors.append(error)

@@ -3,7 +3,7 @@
 Length caps are enforced by pgx itself (its `terminated` flag), so self-play only has to read the outcome:
   * chess, shogi: 512 plies -> draw (AlphaZero, Silver et al., Science 2018, supplementary materials); pgx's
     gardner_chess and animal_shogi: 256 -> draw.
-  * go: 2·N² plies (722 for 19×19, as in AlphaGo Zero §2.7) -> scored by Tromp-Taylor (rewards from the area count).
+  * go: 2·N² plies (722 for 19×19, as in AlphaGo Zero, Methods) -> scored by Tromp-Taylor (rewards from the area count).
   * tic_tac_toe, connect_four, othello, hex: no cap needed; the rules end every game (≤ 9, 42, ~64 with passes, 121).
 
 Dirichlet alpha: AlphaZero sets it "in inverse proportion to the approximate number of legal moves in a typical
@@ -35,6 +35,7 @@ class GameSpec:
     cap_rule: CapRule              # what a game at the cap counts as: draw, scored by the rules, or no cap needed
     temperature_moves: int         # plies sampled ∝ visit counts before playing greedily (paper: 30 for Go/chess)
     symmetries: tuple[str, ...] = ()  # board symmetries the rules have (used by the AlphaGo Zero variant)
+    opening_plies: int = 4         # random plies that open an evaluation game (see below)
 
     def make(self) -> pgx.Env:
         return pgx.make(self.name)
@@ -54,10 +55,13 @@ class GameSpec:
 #     rook and bishop, giraffe and elephant stand on one side), and pawns only move forwards.
 D8 = ("identity", "rot90", "rot180", "rot270", "flip_lr", "flip_ud", "transpose", "antitranspose")
 
+# Opening plies: random plies before the players of an evaluation match take over (games 2k and 2k+1 share one
+# opening, colours swapped): enough distinct openings for a few hundred games between deterministic players, few enough
+# to leave the game balanced. 4 for every game but tic_tac_toe (2).
 GAMES: dict[str, GameSpec] = {g.name: g for g in [
     # L ≈ 5.4 (random play); 10/5.4 = 1.9 -> clipped to 1. A game is at most 9 plies: sample the first 4.
     GameSpec("tic_tac_toe", dirichlet_alpha=1.0, typical_legal_moves=5.4, max_length=9, cap_rule="none",
-             temperature_moves=4, symmetries=D8),
+             temperature_moves=4, symmetries=D8, opening_plies=2),
     # L ≈ 6.7 -> 10/6.7 = 1.5, clipped to 1.
     GameSpec("connect_four", dirichlet_alpha=1.0, typical_legal_moves=6.7, max_length=42, cap_rule="none",
              temperature_moves=8, symmetries=("identity", "flip_lr")),

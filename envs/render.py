@@ -1,7 +1,7 @@
 """Pictures of positions: pgx's own SVG drawing of a state, and PNG through cairosvg.
 
 The position comes from a game record at some ply (`position_from_record`) or from a game name and a list of moves in
-the game's usual notation (`position_from_moves`, see `envs/notation.py`). The drawing is pgx's
+the game's usual notation (`position_from_moves`, see `envs/notation/`). The drawing is pgx's
 (`pgx.State.to_svg`, light colour theme, scale 1): e.g. connect_four is 280 x 280 px with the first player's discs
 drawn as black circles and the second player's as white ones; Go draws Black's stones black.
 """
@@ -34,7 +34,7 @@ def render_svg(game: str, state) -> str:
 
 def svg_to_png(svg: str) -> bytes:
     """PNG bytes of an SVG document (cairosvg, 96 dpi: one SVG px is one PNG pixel)."""
-    import cairosvg
+    import cairosvg  # local: slow to import (loads the cairo C library), and only PNG output needs it
     return cairosvg.svg2png(bytestring=svg.encode("utf-8"))
 
 

@@ -21,12 +21,13 @@ elo_vs_time.png.
     python experiments/ablation.py --out experiments/ablation --iterations 20 --games 40
 """
 import argparse
-import csv
-import json
 import os
 import time
 
 import jax
+
+from az_jax.files import append_jsonl, read_jsonl, write_csv
+from envs import get_game
 
 ABLATION_SWITCHES = {
     "alphazero": ["variant=alphazero"],
@@ -89,7 +90,6 @@ def rate(out_dir: str, game: str, runs: dict, games: int, simulations: int, mcts
     from az_jax.evaluation import elo
     from az_jax.evaluation import match as match_lib
     from az_jax.evaluation import players as players_lib
-    from az_jax.evaluation.evaluate import default_opening_plies
     from az_jax.evaluation.ladder import checkpoint_steps
     variants = list(runs)
     steps = checkpoint_steps(runs[variants[0]])
@@ -106,14 +106,9 @@ def rate(out_dir: str, game: str, runs: dict, games: int, simulations: int, mcts
         p = players_lib.make_player(spec, game)
         players[p.name] = p
     mcts = players_lib.make_player(mcts_spec, game).name
-    opening = default_opening_plies(game)
+    opening = get_game(game).opening_plies
     path = os.path.join(out_dir, "matches.jsonl")
-    done = {}
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                m = json.loads(line)
-                done[(m["a"], m["b"], m["games"], m["simulations"], m["seed"])] = m
+    done = {(m["a"], m["b"], m["games"], m["simulations"], m["seed"]): m for m in read_jsonl(path)}
     results = []
     todo = pairings(variants, steps, mcts)
     for i, (a, b) in enumerate(todo):
@@ -126,8 +121,7 @@ def rate(out_dir: str, game: str, runs: dict, games: int, simulations: int, mcts
             done[key] = {"a": a, "b": b, "wins": sum(x > 0 for x in r), "draws": sum(x == 0 for x in r),
                          "losses": sum(x < 0 for x in r), "games": games, "simulations": simulations, "seed": seed,
                          "seconds": time.perf_counter() - t0}
-            with open(path, "a") as f:
-                f.write(json.dumps(done[key]) + "\n")
+            append_jsonl(path, done[key])
             m = done[key]
             log(f"[{i + 1}/{len(todo)}] {a} vs {b}: +{m['wins']} ={m['draws']} -{m['losses']} ({m['seconds']:.0f} s)")
         m = done[key]
@@ -158,10 +152,7 @@ def head_to_head(results, variants: list[str], steps: list[int]) -> dict:
 
 def write_outputs(out_dir: str, rows: list[dict], baselines: dict, h2h: dict, steps_per_iteration: int,
                   header: str) -> str:
-    with open(os.path.join(out_dir, "ratings.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(os.path.join(out_dir, "ratings.csv"), rows)
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     steps = sorted({r["iteration"] for r in rows})
     lines = [header, "", "Elo (95% interval) at each checkpoint; anchor uniform random = 0. "

@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from az_jax import cli  # noqa: E402  (imports no JAX backend: devices are set up inside cli.main)
+from az_jax.apps import cli  # noqa: E402  (imports no JAX backend: devices are set up inside cli.main)
 
 if __name__ == "__main__":
     sys.exit(cli.main(["bench", *sys.argv[1:]]))

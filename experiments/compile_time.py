@@ -24,12 +24,13 @@ def main(argv=None) -> int:
     from az_jax import host_devices
     host_devices.setup(args.devices)
     from az_jax.config import override, preset
-    from az_jax.iteration import Trainer, make_mesh
+    from az_jax.devices import make_mesh
+    from az_jax.trainer import Trainer
 
     config = override(preset(args.game, args.preset), args.set)
     trainer = Trainer(config, make_mesh())
     t0 = time.perf_counter()
-    lowered = trainer.iteration.lower(trainer.abstract_state())
+    lowered = trainer.iterate.lower(trainer.abstract_state())
     t1 = time.perf_counter()
     lowered.compile()
     t2 = time.perf_counter()

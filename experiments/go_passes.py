@@ -10,7 +10,7 @@ import jax
 import numpy as np
 
 from az_jax.agent import load_agent
-from az_jax.evaluation import arena
+from az_jax import arena
 
 PASS = 81  # pgx go_9x9: actions 0-80 are points, 81 is pass
 

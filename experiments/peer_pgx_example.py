@@ -174,13 +174,16 @@ def paired_ratios(records: list[dict]) -> dict:
 
 
 class AzJaxSide:
-    """az_jax's self-play (`Trainer.selfplay_only`) and learner (`Trainer.learn_only`) at the example's settings."""
+    """az_jax's self-play and learner (az_jax/apps/bench.py's `selfplay_program`, `learn_program`) at the example's
+    settings."""
 
     def __init__(self, args):
         import jax
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         from az_jax import config as config_lib
-        from az_jax.iteration import Trainer, make_mesh
+        from az_jax.apps.bench import learn_program, selfplay_program
+        from az_jax.devices import make_mesh
+        from az_jax.trainer import Trainer
         self.jax = jax
         self.config = config_lib.override(config_lib.preset(args.game, "small"), [
             "num_blocks=6", "num_channels=128", "search=gumbel", f"num_simulations={args.simulations}",
@@ -188,15 +191,16 @@ class AzJaxSide:
             f"batch_size={args.training_batch}", "min_replay_size=1"])
         self.trainer = Trainer(self.config, make_mesh())
         self.state = self.trainer.init_state()
+        self.selfplay, self.learn = selfplay_program(self.trainer), learn_program(self.trainer)
 
     def iteration(self, index: int) -> dict:
         jax, trainer = self.jax, self.trainer
         t0 = time.perf_counter()
-        games, replay, _ = trainer.selfplay_only(self.state, jax.random.key(index))
+        games, replay, _ = self.selfplay(self.state, jax.random.key(index))
         jax.block_until_ready(replay)
         t1 = time.perf_counter()
         self.state = self.state.replace(games=games, replay=replay)
-        params, batch_stats, opt_state, ready, _ = trainer.learn_only(self.state, jax.random.key(10_000 + index))
+        params, batch_stats, opt_state, ready, _ = self.learn(self.state, jax.random.key(10_000 + index))
         jax.block_until_ready(params)
         t2 = time.perf_counter()
         self.state = self.state.replace(params=params, batch_stats=batch_stats, opt_state=opt_state)

@@ -37,12 +37,12 @@ def run_population(config, num_members: int, iterations: int, member_shards: int
     trainer = PopulationTrainer.create(config, [Member(seed=i) for i in range(num_members)],
                                        member_shards=member_shards, network_batching=network_batching)
     init_seconds, state = timed(trainer.init_state)
-    first, (state, _) = timed(trainer.iteration, state)
+    first, (state, _) = timed(trainer.iterate, state)
     log(f"population: mesh {dict(trainer.mesh.shape)}, init {init_seconds:.1f} s, first iteration (compile + run) "
         f"{first:.1f} s")
     times = []
     for i in range(iterations):
-        seconds, (state, metrics) = timed(trainer.iteration, state)
+        seconds, (state, metrics) = timed(trainer.iterate, state)
         times.append(seconds)
         log(f"population: iteration {i + 2}: {seconds:.2f} s")
     return {"mesh": dict(trainer.mesh.shape), "network_batching": trainer.network_batching,
@@ -53,20 +53,21 @@ def run_population(config, num_members: int, iterations: int, member_shards: int
 def run_sequential(config, num_members: int, iterations: int, log):
     import jax
     import jax.numpy as jnp
-    from az_jax.iteration import Trainer, make_mesh
+    from az_jax.devices import make_mesh
+    from az_jax.iteration import init_state
+    from az_jax.trainer import Trainer
     trainer = Trainer(config, make_mesh())
-    assert trainer.env is not None
-    init = jax.jit(trainer._initial_state, out_shardings=trainer.shardings)   # the seed as data: one compile
+    init = jax.jit(lambda seed: init_state(trainer.setup, seed), out_shardings=trainer.shardings)  # seed as data
     out = {"init_seconds": [], "first_iteration_seconds": [], "iteration_seconds": []}
     params0 = None
     for member in range(num_members):
         seconds, state = timed(init, jnp.int32(member))
         out["init_seconds"].append(seconds)
-        first, (state, _) = timed(trainer.iteration, state)
+        first, (state, _) = timed(trainer.iterate, state)
         out["first_iteration_seconds"].append(first)
         times = []
         for _ in range(iterations):
-            seconds, (state, _) = timed(trainer.iteration, state)
+            seconds, (state, _) = timed(trainer.iterate, state)
             times.append(seconds)
         out["iteration_seconds"].extend(times)
         log(f"one after another: member {member}: first iteration {first:.1f} s, then "

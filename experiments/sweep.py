@@ -1,6 +1,6 @@
 """Runs a hyperparameter sweep from a JSON spec: one command for every trial, in parallel processes, skipping the
-finished ones, then one results table (CSV) with plots (see az_jax/sweep/spec.py for the spec, experiments/README.md for
-examples with their results).
+finished ones, then one results table (CSV) with plots (see az_jax/apps/sweep/spec.py for the spec,
+experiments/README.md for examples with their results).
 
     python experiments/sweep.py experiments/sweeps/c4_simulations.json [--sweep-dir DIR] [--parallel N]
                                 [--devices 0-3] [--platform auto|cpu|gpu|tpu] [--shard I/N] [--set k=v ...]
@@ -14,7 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from az_jax import cli  # noqa: E402  (imports no JAX backend: the sweep process pins itself to CPU in cli.main)
+from az_jax.apps import cli  # noqa: E402  (imports no JAX backend: the sweep process pins itself to CPU in cli.main)
 
 if __name__ == "__main__":
     sys.exit(cli.main(["sweep", *sys.argv[1:]]))

@@ -1,4 +1,4 @@
-"""One process of tests/test_multihost.py: runs the real `az-jax train` (az_jax.cli.main) with the given arguments,
+"""One process of tests/test_multihost.py: runs the real `az-jax train` (az_jax.apps.cli.main) with the given arguments,
 then saves THIS process's copy of the final TrainState to an .npz, so the test can compare the processes.
 
     python tests/multihost_worker.py OUT.npz [az-jax arguments ...]
@@ -23,8 +23,9 @@ def save_local_shards(state, path: str) -> None:
 
 
 def main(out_path: str, argv: list[str]) -> int:
-    from az_jax import cli
-    train = cli._train
+    from az_jax.apps import cli
+    from az_jax.apps.cli import train as train_command
+    train = train_command.run
 
     def train_and_save(args):
         from az_jax import loop
@@ -37,7 +38,7 @@ def main(out_path: str, argv: list[str]) -> int:
         loop.train_and_evaluate = run_and_save
         return train(args)
 
-    cli._train = train_and_save
+    train_command.run = train_and_save
     return cli.main(argv)
 
 

@@ -15,11 +15,12 @@ from jax.sharding import PartitionSpec as P
 
 import envs
 from az_jax import checkpoint as ckpt
-from az_jax import gating, replay, resign, selfplay
+from az_jax import gating, replay, resign, search, selfplay
 from az_jax.config import ConfigError, from_json, override, preset
-from az_jax.evaluation import arena
+from az_jax import arena
 from az_jax.evaluation.tic_tac_toe_oracle import perfect_player
-from az_jax.iteration import Trainer, make_mesh
+from az_jax.devices import DEVICE_AXIS, device_key, make_mesh, sharded
+from az_jax.trainer import Trainer
 from az_jax.loop import train_and_evaluate
 from az_jax.metrics import read_metrics
 from conftest import uninformative_model
@@ -125,11 +126,10 @@ def test_gate_replaces_the_best_player_only_when_the_candidate_scores_above_the_
         return lambda s, k: jnp.where(strong, perfect_player(s, k), arena.uniform_random_player(s, k))
 
     def local(candidate, best, key):
-        key = jax.random.fold_in(key, jax.lax.axis_index("d"))
-        return gating.gate(env, player_fn, candidate, best, jnp.int32(7), key, num_games=50, max_length=9,
-                           opening_plies=0, threshold=0.55, axis_name="d")
+        return gating.gate(env, player_fn, candidate, best, jnp.int32(7), device_key(key), num_games=50,
+                           max_length=9, opening_plies=0, threshold=0.55, axis_name=DEVICE_AXIS)
 
-    run = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(P(), P(), P()), out_specs=(P(), P()), check_vma=False))
+    run = sharded(local, mesh, (P(), P(), P()), (P(), P()))
     weights = lambda s: {"params": {"strength": jnp.float32(s)}, "batch_stats": {}}
     best_player = lambda s: gating.BestPlayer(params={"strength": jnp.float32(s)}, batch_stats={},
                                               iteration=jnp.int32(3))
@@ -240,12 +240,13 @@ def test_resigned_game_gets_the_targets_of_its_played_out_result():
         resign=resign.ResignGames(allowed=jnp.array([True, False]), first=jnp.full(2, -1, jnp.int32),
                                   first_grid=jnp.full((2, len(resign.GRID)), -1, jnp.int32)))
     apply_fn, variables = uninformative_model(env)
-    params = selfplay.SelfPlayParams(num_simulations=64, algorithm="puct", sampling_moves=0, dirichlet_fraction=0.0,
-                                     dirichlet_alpha=1.0, c_init=1.25, c_base=19652.0, max_num_considered_actions=9,
-                                     resign_disabled_fraction=0.5)
+    settings = selfplay.SelfPlayConfig(
+        search=search.SearchConfig(num_simulations=64, algorithm="puct", dirichlet_fraction=0.0, dirichlet_alpha=1.0,
+                                   max_num_considered_actions=9),
+        num_plies=3, sampling_moves=0, resign_disabled_fraction=0.5)
     buffer = replay.init(6, env.observation_shape, state.observation.dtype, env.num_actions)
-    play = jax.jit(lambda g, b, k: selfplay.play(env, apply_fn, params, variables, g, b, k, first_ply=jnp.int32(0),
-                                                 num_plies=3, v_resign=jnp.float32(-0.5)))
+    play = jax.jit(lambda g, b, k: selfplay.play(env, apply_fn, variables, settings, g, b, k, first_ply=jnp.int32(0),
+                                                 v_resign=jnp.float32(-0.5)))
     games, buffer, m = play(games, buffer, jax.random.key(1))
     # Ply t wrote slot b's position at row 2t + b.  Rows 0, 1: X to move; rows 2, 3: O to move; row 5: X wins.
     np.testing.assert_array_equal(np.asarray(buffer.player[:4]), [x, x, o, o])

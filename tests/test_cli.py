@@ -19,7 +19,7 @@ def az(*args, timeout=300):
     it shares the session's compilation cache (conftest.py), so the tiny run that this file and test_evaluation.py
     both train is compiled once."""
     env = {**os.environ, **FAST_COMPILES, "XLA_FLAGS": ""}
-    return subprocess.run([sys.executable, "-m", "az_jax.cli", "--devices", "2", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "az_jax.apps.cli", "--devices", "2", *args], capture_output=True,
                           text=True, timeout=timeout, env=env)
 
 

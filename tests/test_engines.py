@@ -18,8 +18,9 @@ import numpy as np
 import pgx
 import pytest
 
-from envs import go_notation as gn
-from envs import gtp, uci
+from az_jax.engines import gtp, uci
+from envs.notation import chess_moves as cm
+from envs.notation import go as gn
 
 GNUGO = gtp.find_executable("gnugo")
 STOCKFISH = gtp.find_executable("stockfish")
@@ -327,21 +328,21 @@ _SCRIPTED_OPENING = (
 def test_action_tables_match_pgx():
     from pgx._src.games import chess as pgx_chess
 
-    np.testing.assert_array_equal(np.asarray(pgx_chess.FROM_PLANE), uci.FROM_PLANE)
-    np.testing.assert_array_equal(np.asarray(pgx_chess.TO_PLANE), uci.TO_PLANE)
+    np.testing.assert_array_equal(np.asarray(pgx_chess.FROM_PLANE), cm.FROM_PLANE)
+    np.testing.assert_array_equal(np.asarray(pgx_chess.TO_PLANE), cm.TO_PLANE)
     # Hand cases from the start position (white to move), pgx square = file * 8 + rank:
     # e2e4: from e2 = 4*8+1 = 33, plane "up, distance 2" = 9 + 7 (the 7 "down" planes) + 1 = 17
     #       -> 33*73 + 17 = 2426.
     # g1f3: from g1 = 6*8+0 = 48, knight jump (rank +2, file -1) = 4th knight plane = 9 + 56 + 3 = 68
     #       -> 48*73 + 68 = 3572. Both are in pgx's INIT_LEGAL_ACTION_MASK.
     board = chess.Board()
-    assert uci.uci_to_action("e2e4", board) == 2426
-    assert uci.uci_to_action("g1f3", board) == 3572
-    assert uci.legal_action_set(board) == set(np.flatnonzero(np.asarray(pgx_chess.INIT_LEGAL_ACTION_MASK)).tolist())
+    assert cm.uci_to_action("e2e4", board) == 2426
+    assert cm.uci_to_action("g1f3", board) == 3572
+    assert cm.legal_action_set(board) == set(np.flatnonzero(np.asarray(pgx_chess.INIT_LEGAL_ACTION_MASK)).tolist())
     # Black's e7e5 in pgx's mirrored frame is the same action as white's e2e4.
     board.push_uci("e2e4")
-    assert uci.uci_to_action("e7e5", board) == 2426
-    assert uci.action_to_uci(2426, board) == "e7e5"
+    assert cm.uci_to_action("e7e5", board) == 2426
+    assert cm.action_to_uci(2426, board) == "e7e5"
 
 
 def test_pgx_chess_actions_round_trip_through_uci(chess_env):
@@ -356,15 +357,15 @@ def test_pgx_chess_actions_round_trip_through_uci(chess_env):
         script = list(_SCRIPTED_OPENING) if game == 0 else []
         while not bool(state.terminated) and board.ply() < 260:
             # The same position: pgx's FEN writer against the board python-chess tracked.
-            pgx_board = uci.pgx_state_to_board(state)
+            pgx_board = cm.pgx_state_to_board(state)
             assert pgx_board.board_fen() == board.board_fen() and pgx_board.turn == board.turn
             assert pgx_board.castling_rights == board.castling_rights, board.fen()
             legal = set(np.flatnonzero(np.asarray(state.legal_action_mask)).tolist())
-            assert uci.legal_action_set(board) == legal, board.fen()
+            assert cm.legal_action_set(board) == legal, board.fen()
             for action in legal:
-                move = uci.action_to_move(action, board)
+                move = cm.action_to_move(action, board)
                 assert move in board.legal_moves, (board.fen(), action, move)
-                assert uci.move_to_action(move, board) == action
+                assert cm.move_to_action(move, board) == action
                 kind = (
                     "castling" if board.is_castling(move)
                     else "en passant" if board.is_en_passant(move)
@@ -376,11 +377,11 @@ def test_pgx_chess_actions_round_trip_through_uci(chess_env):
             positions += 1
             if script:
                 move = chess.Move.from_uci(script.pop(0))
-                action = uci.move_to_action(move, board)
+                action = cm.move_to_action(move, board)
                 assert action in legal
             else:
                 action = int(rng.choice(sorted(legal)))
-                move = uci.action_to_move(action, board)
+                move = cm.action_to_move(action, board)
             board.push(move)
             state = step(state, action)
     assert positions > 300
@@ -403,15 +404,15 @@ def test_full_game_random_vs_stockfish(chess_env):
             legal = np.flatnonzero(np.asarray(state.legal_action_mask))
             if board.turn == chess.WHITE:
                 action = int(rng.choice(legal))
-                move = uci.action_to_move(action, board)
+                move = cm.action_to_move(action, board)
             else:
                 move = engine.play(board, nodes=1000)
-                action = uci.move_to_action(move, board)
+                action = cm.move_to_action(move, board)
                 assert action in legal, f"Stockfish's {move.uci()} is illegal in pgx"
             assert move in board.legal_moves
             board.push(move)
             state = step(state, action)
-            assert uci.pgx_state_to_board(state).board_fen() == board.board_fen()
+            assert cm.pgx_state_to_board(state).board_fen() == board.board_fen()
     assert _wait_gone(pid)
     outcome = board.outcome(claim_draw=True)
     assert outcome is not None or state._x.step_count >= 512, board.fen()

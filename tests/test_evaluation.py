@@ -3,7 +3,6 @@ against GNU Go and Stockfish complete through the match layer, engine failures s
 `az-jax eval` / `az-jax ladder` work end to end on a tiny run."""
 import json
 import os
-import subprocess
 import sys
 
 import jax
@@ -11,8 +10,9 @@ import numpy as np
 import pgx
 import pytest
 
-from az_jax.evaluation import arena, elo, match, players, rollout_mcts
-from envs.gtp import EngineError, find_executable
+from az_jax import arena
+from az_jax.engines import EngineError
+from az_jax.evaluation import elo, match, players, rollout_mcts
 
 from test_cli import TINY, az, error_line
 

@@ -15,14 +15,13 @@ from conftest import random_batch, tiny_network, tiny_variables
 
 
 class FixedOutputNet:
-    """Stands in for the network: returns fixed (logits, value) whatever the parameters, like a flax module's
-    `apply(variables, obs, train=True, mutable=["batch_stats"])` does."""
+    """Stands in for the learning network: returns fixed (logits, value) whatever the parameters, with the batch
+    statistics as an update, like `learner.learning_apply(network)` does."""
 
     def __init__(self, logits, value):
         self.logits, self.value = jnp.float32(logits), jnp.float32(value)
 
-    def apply(self, variables, observation, train, mutable):
-        assert train and mutable == ["batch_stats"]
+    def __call__(self, variables, observation):
         assert observation.shape[0] == self.logits.shape[0]
         return (self.logits, self.value), {"batch_stats": variables["batch_stats"]}
 
@@ -98,10 +97,8 @@ def test_train_step_overfits_a_tiny_batch():
     config = dataclasses.replace(Config(), learning_rates=(0.1,), lr_boundaries=(), momentum=0.9)
     optimizer = learner.make_optimizer(config)
 
-    # One jitted step called from Python: XLA:CPU runs the backward pass far slower inside a rolled lax.scan
-    # (iteration.py unrolls its steps on CPU for the same reason).
-    step = jax.jit(functools.partial(learner.train_step, network=network, optimizer=optimizer, weight_decay=1e-4,
-                                     axis_name=None))
+    step = jax.jit(functools.partial(learner.train_step, apply_fn=learner.learning_apply(network),
+                                     optimizer=optimizer, weight_decay=1e-4, axis_name=None))
     params, batch_stats = variables["params"], variables["batch_stats"]
     opt_state = optimizer.init(params)
     losses = []

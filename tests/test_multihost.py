@@ -22,7 +22,8 @@ import pytest
 from az_jax import checkpoint as ckpt
 from az_jax import distributed
 from az_jax.config import override, preset
-from az_jax.iteration import Trainer, make_mesh
+from az_jax.devices import make_mesh
+from az_jax.trainer import Trainer
 from az_jax.loop import train_and_evaluate
 from az_jax.metrics import read_metrics
 from conftest import FAST_COMPILES
@@ -168,7 +169,7 @@ def test_bad_settings_are_refused(settings, needle):
 
 
 def test_incomplete_flags_are_a_one_line_cli_error(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "az_jax.cli", "--devices", "1", "train", "--game", "tic_tac_toe",
+    result = subprocess.run([sys.executable, "-m", "az_jax.apps.cli", "--devices", "1", "train", "--game", "tic_tac_toe",
                              "--run-dir", str(tmp_path / "run"), "--coordinator", "127.0.0.1:1234"],
                             capture_output=True, text=True, timeout=120, env={**os.environ, "XLA_FLAGS": ""})
     assert result.returncode == 2

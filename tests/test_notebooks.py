@@ -75,7 +75,7 @@ def test_notebooks_only_install_and_call_the_library(name):
         tree = ast.parse(cell.source)
         functions = [n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Lambda))
                      and getattr(n, "name", None) != "find_clone"]
-        assert not functions, f"{name}: logic belongs in the library (az_jax/notebook.py), found {functions}"
+        assert not functions, f"{name}: logic belongs in the library (az_jax/apps/notebook.py), found {functions}"
         imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | \
             {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         assert imported <= {"az_jax", "importlib", "os", "subprocess", "sys", "glob", "shutil"}, imported
@@ -133,7 +133,7 @@ def test_accelerator_notebook_detects_the_backend_and_resumes(tmp_path):
 
 
 def test_drive_fallback_and_run_status(tmp_path, capsys):
-    from az_jax import notebook
+    from az_jax.apps import notebook
     # Off Colab, /content/drive cannot be mounted: the run goes to the fallback dir, with a note saying so.
     run_dir = notebook.choose_run_dir("/content/drive/MyDrive/az", "r1", fallback_dir=str(tmp_path / "local"))
     assert run_dir == str(tmp_path / "local" / "r1") and os.path.isdir(run_dir)
@@ -146,7 +146,8 @@ def test_drive_fallback_and_run_status(tmp_path, capsys):
 
 def test_game_session_typed_and_widget_moves(monkeypatch, fast_compiles):
     import jax.numpy as jnp
-    from az_jax import agent as agent_lib, networks, notebook
+    from az_jax import agent as agent_lib, networks
+    from az_jax.apps import notebook, session as session_lib
     from az_jax.config import override, preset
     from conftest import tiny_variables
     from envs import make_env
@@ -164,14 +165,14 @@ def test_game_session_typed_and_widget_moves(monkeypatch, fast_compiles):
     with pytest.raises(ValueError, match="malformed move"):
         session.play("10")
     # More legal moves than MAX_BUTTONS: a text box and a play button instead of one button per move.
-    monkeypatch.setattr(notebook, "MAX_BUTTONS", 3)
+    monkeypatch.setattr(session_lib, "MAX_BUTTONS", 3)
     ui = session.widget()
     free = session.legal_moves()
     assert [type(c).__name__ for c in ui.children[1].children] == ["Text", "Button"]
     message = ui.press(free[0])
     assert message.startswith(f"you: {free[0]}   agent: ") and len(session.moves) == 3
     assert ui.press(free[0]).startswith("Error: illegal move")      # the message line, no exception
-    monkeypatch.setattr(notebook, "MAX_BUTTONS", 25)
+    monkeypatch.setattr(session_lib, "MAX_BUTTONS", 25)
     ui.refresh()
     assert sorted(c.description for c in ui.children[1].children) == sorted(session.legal_moves())
     assert len(session.legal_moves()) == 6 and "<svg" in session._repr_html_()

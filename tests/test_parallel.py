@@ -11,16 +11,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import Mesh, PartitionSpec as P
+from jax.sharding import PartitionSpec as P
 
-from az_jax import iteration, learner, replay
+from az_jax import devices, learner, replay
+from az_jax.trainer import Trainer
 from az_jax.config import Config, override, preset
 from conftest import random_batch, tiny_network, tiny_variables
 
 # Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
 pytestmark = pytest.mark.usefixtures("fast_compiles")
 
-AXIS = iteration.DEVICE_AXIS
+AXIS = devices.DEVICE_AXIS
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"  # jax._src.dispatch.BACKEND_COMPILE_EVENT
 
 
@@ -29,22 +30,22 @@ def _per_device(tree):
     return jax.tree.map(lambda x: np.stack([np.asarray(s.data)[0] for s in x.addressable_shards]), tree)
 
 
-def _train_step_on(devices, params, batch_stats, opt_state, batch, network, optimizer):
-    """learner.train_step inside shard_map over `devices`: state replicated, batch split along its leading axis.
-    Every output gets a leading axis of one row per device (out_specs P("d")), so each device's copy comes back.
+def _train_step_on(devices_, params, batch_stats, opt_state, batch, network, optimizer):
+    """learner.train_step inside the library's device boundary (devices.sharded) over `devices_`: state replicated,
+    batch split along its leading axis. Every output gets a leading axis of one row per device (out_specs P("d")), so
+    each device's copy comes back.
 
-    check_vma=False as at the library's device boundary (iteration.py). train_step relies on it: with check_vma=True,
-    JAX's autodiff already sums the gradients of the replicated parameters over the devices, and train_step's pmean
-    then leaves them D times the mean."""
-    mesh = Mesh(np.asarray(devices), (AXIS,))
-    step = functools.partial(learner.train_step, network=network, optimizer=optimizer, weight_decay=1e-4,
-                             axis_name=AXIS)
+    The boundary's check_vma=False is what this checks: with check_vma=True, JAX's autodiff already sums the
+    gradients of the replicated parameters over the devices, and train_step's pmean then leaves them D times the
+    mean."""
+    step = functools.partial(learner.train_step, apply_fn=learner.learning_apply(network), optimizer=optimizer,
+                             weight_decay=1e-4, axis_name=AXIS)
 
     def local(params, batch_stats, opt_state, batch):
         return jax.tree.map(lambda x: x[None], step(params, batch_stats, opt_state, batch))
 
-    fn = jax.shard_map(local, mesh=mesh, in_specs=(P(), P(), P(), P(AXIS)), out_specs=P(AXIS), check_vma=False)
-    return _per_device(jax.jit(fn)(params, batch_stats, opt_state, batch))
+    fn = devices.sharded(local, devices.make_mesh(devices_), (P(), P(), P(), P(AXIS)), P(AXIS))
+    return _per_device(fn(params, batch_stats, opt_state, batch))
 
 
 def test_two_device_train_step_equals_one_device_step_on_the_whole_batch(two_devices):
@@ -87,20 +88,19 @@ TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4",
 def trainer(two_devices):
     config = override(preset("tic_tac_toe", "small"), TINY).validate(num_devices=2)
     assert config.train_steps_per_iteration == 1
-    return iteration.Trainer(config, iteration.make_mesh(two_devices))
-
+    return Trainer(config, devices.make_mesh(two_devices))
 
 
 def test_one_device_iteration_keeps_one_signature(two_devices):
     # On a 1-device mesh jit used to return single-device arrays, so call 2 (fed call 1's outputs) was a new jit
-    # signature, a retrace (measured: jit cache sizes 1, 2, 2 over three calls; iteration.py's out_shardings fix it).
+    # signature, a retrace (measured: jit cache sizes 1, 2, 2 over three calls; devices.sharded's output shardings fix it).
     config = override(preset("tic_tac_toe", "small"), TINY).validate(num_devices=1)
-    trainer = iteration.Trainer(config, iteration.make_mesh(two_devices[:1]))
+    trainer = Trainer(config, devices.make_mesh(two_devices[:1]))
     state = trainer.init_state()
     sizes = []
     for _ in range(3):
-        state, _ = trainer.iteration(state)
-        sizes.append(trainer.iteration._cache_size())
+        state, _ = trainer.iterate(state)
+        sizes.append(trainer.iterate._cache_size())
     assert sizes == [1, 1, 1]
 
 
@@ -119,11 +119,11 @@ def test_iteration_compiles_once_and_keeps_devices_in_step(trainer):
     try:
         for call in range(1, 4):
             compiles.clear()
-            state, metrics = trainer.iteration(state)
+            state, metrics = trainer.iterate(state)
             # The first call compiles; the second and third reuse it (same shapes, dtypes and shardings in and out).
             # (No other test compiles this config's iteration, so the session's compilation cache, conftest.py,
             # cannot serve the first call.)
-            assert trainer.iteration._cache_size() == 1, f"iteration retraced on call {call}"
+            assert trainer.iterate._cache_size() == 1, f"iteration retraced on call {call}"
             if call == 1:
                 assert compiles  # the listener does see compilations
             else:

@@ -1,4 +1,4 @@
-"""Move notation and text boards (envs/notation.py) for every game, and the terminal play session (az_jax/play.py).
+"""Move notation and text boards (envs/notation/) for every game, and the terminal play session (az_jax/apps/terminal.py).
 
 Positions come from one jitted random playout per game (`_runner`: init + a scan of env.step, so each game compiles
 once); moves can be forced into the playout to check hand-written lines against pgx's own FEN / SFEN writers.
@@ -324,7 +324,7 @@ def _scripted(answers):
 
 @pytest.mark.parametrize("human_first", [True, False])
 def test_play_session_plays_a_full_game(agent, human_first):
-    from az_jax.play import play_session
+    from az_jax.apps.terminal import play_session
     input_fn, prompts = _scripted(itertools.chain(["x", "10", "moves"], itertools.cycle("123456789")))
     printed = []
     result = play_session(agent, human_first=human_first, num_simulations=8, seed=3, input_fn=input_fn,
@@ -347,7 +347,7 @@ def test_play_session_plays_a_full_game(agent, human_first):
 
 @pytest.mark.parametrize("answer", ["quit", EOFError])
 def test_play_session_quit_and_eof(agent, answer):
-    from az_jax.play import play_session
+    from az_jax.apps.terminal import play_session
 
     def input_fn(prompt):
         if answer is EOFError:

@@ -9,7 +9,8 @@ import pytest
 
 from az_jax import agent as agent_lib
 from az_jax.config import ConfigError, override, preset
-from az_jax.iteration import Trainer, make_mesh
+from az_jax.devices import make_mesh
+from az_jax.trainer import Trainer
 from az_jax.apps.population import Member, PopulationTrainer, member_config, train_population
 
 # tic_tac_toe, 8 games × 9 plies per iteration (every game ends inside the first iteration, so learning starts at
@@ -39,7 +40,7 @@ def _solo(config, devices):
     trainer = Trainer(config, make_mesh(devices))
     state = trainer.init_state()
     for _ in range(config.num_iterations):
-        state, metrics = trainer.iteration(state)
+        state, metrics = trainer.iterate(state)
     return jax.device_get(state), jax.device_get(metrics)
 
 
@@ -95,7 +96,7 @@ def test_members_sharing_devices_equal_their_solo_runs():
     assert dict(trainer.mesh.shape) == {"m": 1, "d": 2}
     state = trainer.init_state()
     for _ in range(config.num_iterations):
-        state, _ = trainer.iteration(state)
+        state, _ = trainer.iterate(state)
     solo_state, _ = _solo(member_config(config, members[1]), jax.devices())
     assert _max_diff(trainer.member_state(state, 1), solo_state) < ATOL
     assert _max_diff(trainer.member_state(state, 0).params, solo_state.params) > 1e-2

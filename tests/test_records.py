@@ -17,8 +17,9 @@ import jax
 import numpy as np
 import pytest
 
-from az_jax import cli
-from envs import go_notation, notation, records, render
+from az_jax.apps import cli
+from envs import notation, records, render
+from envs.notation import go
 from envs.records import GameRecord, RecordError
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -99,7 +100,7 @@ def _check_sgf_against_sgfmill_board(text: str, final) -> None:
             board.play(*move, colour)
     stones = {c: {common.format_vertex(p) for colour, p in board.list_occupied_points() if colour == c}
               for c in "bw"}
-    black, white = go_notation.board_to_vertices(np.asarray(final._x.board), 9)
+    black, white = go.board_to_vertices(np.asarray(final._x.board), 9)
     assert (stones["b"], stones["w"]) == (set(black), set(white))
     assert black and white
 
@@ -114,7 +115,7 @@ def test_sgf_of_a_three_move_game_literally():
         assert prop in text
     assert records.from_sgf(text) == record
     # The same moves in GTP coordinates (row 1 at the bottom): E5, C7, pass.
-    assert [go_notation.action_to_vertex(a, 9) for a in record.actions] == ["E5", "C7", "pass"]
+    assert [go.action_to_vertex(a, 9) for a in record.actions] == ["E5", "C7", "pass"]
     # Black E5, then two passes: pgx ends the game and scores it by area (Tromp-Taylor). The one black stone's empty
     # region touches only black, so Black has all 81 points and White 0: margin 81 - 0 - komi 7.5 = 73.5.
     final = records.replay(GameRecord("go_9x9", (40, 81, 81), 0, ("a", "b")))[-1]
@@ -228,7 +229,7 @@ def test_cli_render_writes_a_picture(tmp_path, monkeypatch, capsys):
 def test_cli_bad_move_is_exit_2_and_writes_nothing(tmp_path):
     # Column 1 holds six discs after six moves, so the seventh "1" is illegal; the real entry point, in a fresh process.
     out = tmp_path / "pos.png"
-    result = subprocess.run([sys.executable, "-m", "az_jax.cli", "--devices", "1", "render", "--game", "connect_four",
+    result = subprocess.run([sys.executable, "-m", "az_jax.apps.cli", "--devices", "1", "render", "--game", "connect_four",
                              "--moves", "1 1 1 1 1 1 1", "--out", str(out)], capture_output=True, text=True,
                             timeout=300, env={**os.environ, "XLA_FLAGS": ""})
     assert result.returncode == 2

@@ -15,6 +15,7 @@ import pytest
 
 import envs
 from az_jax import search
+from az_jax.config import override, preset
 from conftest import uninformative_model
 
 # Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
@@ -65,8 +66,9 @@ def _search(name: str, algorithm: str):
 
     @jax.jit
     def run(variables, rng_key, states):
-        output = search.run_search(apply_fn, env, variables, rng_key, states, num_simulations=SIMULATIONS[name],
-                                   algorithm=algorithm, dirichlet_fraction=0.0, gumbel_scale=0.0)
+        settings = search.SearchConfig(num_simulations=SIMULATIONS[name], algorithm=algorithm, dirichlet_fraction=0.0,
+                                       gumbel_scale=0.0)
+        output = search.run_search(apply_fn, env, variables, rng_key, states, settings)
         greedy = search.greedy_action(output, states.legal_action_mask)
         return apply_fn(variables, states.observation), output, search.visit_counts(output), greedy
 
@@ -132,8 +134,6 @@ def test_recurrent_fn_conventions():
 
 def test_eval_search_picks_the_search_of_greedy_play():
     # The empty tic-tac-toe board, a network with no opinion (uniform prior, value 0), 4 simulations.
-    from az_jax.agent import greedy_search
-    from az_jax.config import override, preset
     env, _ = envs.make_env("tic_tac_toe")
     apply_fn, variables = uninformative_model(env)
     states = jax.vmap(env.init)(jax.random.split(jax.random.key(0), 1))
@@ -141,8 +141,9 @@ def test_eval_search_picks_the_search_of_greedy_play():
     for eval_search in ("", "gumbel"):
         config = override(preset("tic_tac_toe", "paper"), {"search": "puct", "eval_search": eval_search})
         assert config.acting_search == (eval_search or "puct")
-        _, out = jax.jit(lambda v, s, k: greedy_search(apply_fn, env, config, v, k, s, 4))(variables, states,
-                                                                                          jax.random.key(1))
+        settings = search.SearchConfig.for_play(config, num_simulations=4)
+        _, out = jax.jit(lambda v, s, k: search.greedy_search(apply_fn, env, v, k, s, settings))(variables, states,
+                                                                                                jax.random.key(1))
         visits[eval_search] = np.asarray(search.visit_counts(out))[0]
     # PUCT scores unvisited children as losses (Q = 0 on [0, 1]); the first child visited is worth 0.5 (a draw), so
     # the search keeps returning to it: one child gets all 4 visits. Gumbel's sequential halving visits 4 of the 9

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from az_jax import sweep as sweep_lib
+from az_jax.apps import sweep as sweep_lib
 from az_jax.config import ConfigError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

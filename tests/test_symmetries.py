@@ -266,8 +266,8 @@ def test_search_evaluates_every_position_under_a_random_symmetry():
 
     @functools.partial(jax.jit, static_argnums=0)
     def priors(symmetry_game):
-        tree = search.run_search(apply_fn, env, {}, jax.random.key(1), states, num_simulations=sims,
-                                 dirichlet_fraction=0.0, symmetry_game=symmetry_game).search_tree
+        settings = search.SearchConfig(num_simulations=sims, dirichlet_fraction=0.0, symmetry_game=symmetry_game)
+        tree = search.run_search(apply_fn, env, {}, jax.random.key(1), states, settings).search_tree
         return tree.children_prior_logits, tree.embeddings.legal_action_mask     # [B, nodes, A] each
 
     def run(symmetry_game):

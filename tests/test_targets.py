@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import envs
-from az_jax import replay, selfplay
+from az_jax import replay, search, selfplay
 from conftest import tiny_network, tiny_variables
 
 # Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
@@ -117,10 +117,11 @@ def _selfplay_run():
     obs = env.init(jax.random.key(0)).observation
     variables = tiny_variables(net, obs[None].astype(jnp.float32), seed=1)
     apply_fn = lambda v, o: net.apply(v, o, train=False)
-    params = selfplay.SelfPlayParams(num_simulations=8, algorithm="puct", sampling_moves=2, dirichlet_fraction=0.25,
-                                     dirichlet_alpha=1.0, c_init=1.25, c_base=19652.0, max_num_considered_actions=16)
+    settings = selfplay.SelfPlayConfig(
+        search=search.SearchConfig(num_simulations=8, algorithm="puct", dirichlet_fraction=0.25, dirichlet_alpha=1.0),
+        num_plies=PLIES_PER_CALL, sampling_moves=2)
     play = jax.jit(lambda v, games, buffer, key, first_ply: selfplay.play(
-        env, apply_fn, params, v, games, buffer, key, first_ply, PLIES_PER_CALL))
+        env, apply_fn, v, settings, games, buffer, key, first_ply))
     games = selfplay.init(env, jax.random.key(2), NUM_GAMES)
     buffer = replay.init(NUM_CALLS * PLIES_PER_CALL * NUM_GAMES, env.observation_shape, obs.dtype, env.num_actions)
     results = []

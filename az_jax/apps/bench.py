@@ -5,8 +5,8 @@
 `jax.block_until_ready` after a warm-up call, and each figure is the median of `repeats` timed calls.
 
 What is measured (all over the same 1-D device mesh as training; per-device batches are B_local = B / devices):
-  * self-play: `Trainer.selfplay_only` (S plies of B games) -> positions/s = B·S / t, simulations/s = positions/s · sims;
-  * training: `Trainer.learn_only` (G gradient steps) on a buffer with outcomes -> samples/s = G · batch_size / t;
+  * self-play: `selfplay_program` (S plies of B games) -> positions/s = B·S / t, simulations/s = positions/s · sims;
+  * training: `learn_program` (G gradient steps) on a buffer with outcomes -> samples/s = G · batch_size / t;
   * the split of one self-play ply, each part timed in isolation on every device at once:
       network  = one forward on [B_local] observations,        × (sims + 1) per ply (root + one per simulation),
       env step = `jax.vmap(env.step)` on [B_local] states,      × sims per ply,
@@ -16,7 +16,7 @@ What is measured (all over the same 1-D device mesh as training; per-device batc
     each part runs several times inside one jitted loop (network and env step `inner_steps` times, the search
     `inner_steps // 4`; each iteration depends on the previous one or on a fresh key, so XLA cannot hoist it out)
     and is divided by that count, which keeps dispatch overhead out;
-  * compile: lower + compile of `Trainer.iteration` on a fresh Trainer, then the wall time of its first three
+  * compile: lower + compile of `Trainer.iterate` on a fresh Trainer, then the wall time of its first three
     iterations; no recompile after the first call (jit cache size, and the number of XLA backend compilations
     during calls 2 and 3);
   * memory: peak device memory from `device.memory_stats()` where the backend reports it, else the process's max RSS;
@@ -38,12 +38,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec as P
 
+from az_jax import iteration as iteration_lib
 from az_jax import learner
 from az_jax import replay as replay_lib
 from az_jax import search as search_lib
-from az_jax import selfplay
 from az_jax.config import Config
-from az_jax.iteration import DEVICE_AXIS, Trainer, TrainState, make_mesh
+from az_jax.devices import DEVICE_AXIS, device_key, make_mesh, sharded
+from az_jax.iteration import TrainState
+from az_jax.trainer import Trainer
 
 LogFn = Callable[[str], None]
 
@@ -120,8 +122,7 @@ def measure_peak_flops(mesh, repeats: int = 4) -> dict:
     ka, kb = jax.random.split(jax.random.key(0))
     a = jax.device_put(jax.random.normal(ka, (mesh.size * n, n), dtype), sharding)
     b = jax.device_put(jax.random.normal(kb, (mesh.size * n, n), dtype), sharding)
-    matmul = jax.jit(jax.shard_map(lambda x, y: x @ y, mesh=mesh, in_specs=(P(DEVICE_AXIS), P(DEVICE_AXIS)),
-                                   out_specs=P(DEVICE_AXIS)))
+    matmul = sharded(lambda x, y: x @ y, mesh, (P(DEVICE_AXIS), P(DEVICE_AXIS)), P(DEVICE_AXIS))
     jax.block_until_ready(matmul(a, b))
     best = min(timed(matmul, a, b)[0] for _ in range(repeats))
     return {"flops_per_second": 2.0 * n ** 3 * mesh.size / best, "method": f"{jnp.dtype(dtype).name} {n}x{n} matmul "
@@ -145,25 +146,39 @@ def learning_ready(trainer: Trainer, buffer: replay_lib.ReplayBuffer) -> bool:
     return bool(done.sum() >= max(trainer.config.min_replay_size, 1) and done.min() > 0)
 
 
+# --- the two halves of the iteration, each alone ----------------------------------------------------------------
+def selfplay_program(trainer: Trainer):
+    """(state, key) -> (games, replay, summed metrics): the self-play half of the iteration alone."""
+    def local(state, key):
+        games, buffer, metrics = iteration_lib.selfplay(trainer.setup, state, device_key(key))
+        return games, buffer, jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), metrics)
+    specs = iteration_lib.state_partition_specs()
+    return sharded(local, trainer.mesh, (specs, P()), (specs.games, specs.replay, P()))
+
+
+def learn_program(trainer: Trainer):
+    """(state, key) -> (params, batch_stats, opt_state, ready, metrics): the G gradient steps alone."""
+    def local(state, key):
+        return iteration_lib.learn(trainer.setup, state.params, state.batch_stats, state.opt_state, state.replay,
+                                   device_key(key))
+    return sharded(local, trainer.mesh, (iteration_lib.state_partition_specs(), P()), (P(), P(), P(), P(), P()))
+
+
 # --- the parts of a self-play ply in isolation -------------------------------------------------------------------
-def _sharded(trainer: Trainer, fn, in_specs, out_specs):
-    return jax.jit(jax.shard_map(fn, mesh=trainer.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False))
-
-
 def network_loop(trainer: Trainer, inner_steps: int):
     """(variables, observations [B, ...]) -> values: `inner_steps` dependent forwards on each device's [B_local]."""
     def local(variables, obs):
         def body(_, obs):
-            _, value = trainer.apply_fn(variables, obs)
+            _, value = trainer.setup.apply_fn(variables, obs)
             flip = (value > 2.0).reshape((-1,) + (1,) * (obs.ndim - 1))   # never true (tanh), unknown to XLA
             return jnp.where(flip, jnp.zeros_like(obs), obs)
         return jax.lax.fori_loop(0, inner_steps, body, obs)
-    return _sharded(trainer, local, (P(), P(DEVICE_AXIS)), P(DEVICE_AXIS))
+    return sharded(local, trainer.mesh, (P(), P(DEVICE_AXIS)), P(DEVICE_AXIS))
 
 
 def env_step_loop(trainer: Trainer, inner_steps: int):
     """(pgx states [B, ...]) -> states: `inner_steps` `jax.vmap(env.step)` calls on each device's [B_local]."""
-    env = trainer.env
+    env = trainer.setup.env
     num_actions = env.num_actions
 
     def local(states):
@@ -175,27 +190,23 @@ def env_step_loop(trainer: Trainer, inner_steps: int):
             action = jnp.argmax(jnp.where(states.legal_action_mask, priority, 0), axis=-1)
             return jax.vmap(env.step)(states, action)
         return jax.lax.fori_loop(0, inner_steps, body, states)
-    return _sharded(trainer, local, (P(DEVICE_AXIS),), P(DEVICE_AXIS))
+    return sharded(local, trainer.mesh, (P(DEVICE_AXIS),), P(DEVICE_AXIS))
 
 
 def search_loop(trainer: Trainer, inner_steps: int):
     """(variables, pgx states [B, ...], key) -> summed actions: `inner_steps` self-play searches (new keys each) of
     each device's [B_local] states."""
-    params = selfplay.SelfPlayParams.from_config(trainer.config)
+    setup = trainer.setup
 
     def local(variables, states, key):
-        key = jax.random.fold_in(key, jax.lax.axis_index(DEVICE_AXIS))
+        key = device_key(key)
 
         def body(i, total):
-            out = search_lib.run_search(
-                trainer.apply_fn, trainer.env, variables, jax.random.fold_in(key, i), states,
-                num_simulations=params.num_simulations, algorithm=params.algorithm,
-                dirichlet_fraction=params.dirichlet_fraction, dirichlet_alpha=params.dirichlet_alpha,
-                c_init=params.c_init, c_base=params.c_base,
-                max_num_considered_actions=params.max_num_considered_actions, symmetry_game=params.symmetry_game)
+            out = search_lib.run_search(setup.apply_fn, setup.env, variables, jax.random.fold_in(key, i), states,
+                                        setup.selfplay.search)
             return total + out.action
         return jax.lax.fori_loop(0, inner_steps, body, jnp.zeros(states.current_player.shape, jnp.int32))
-    return _sharded(trainer, local, (P(), P(DEVICE_AXIS), P()), P(DEVICE_AXIS))
+    return sharded(local, trainer.mesh, (P(), P(DEVICE_AXIS), P()), P(DEVICE_AXIS))
 
 
 def selfplay_split(trainer: Trainer, state: TrainState, ply_seconds: float, repeats: int, inner_steps: int) -> dict:
@@ -228,21 +239,23 @@ def selfplay_split(trainer: Trainer, state: TrainState, ply_seconds: float, repe
 # --- FLOPs --------------------------------------------------------------------------------------------------------
 def network_flops_per_evaluation(trainer: Trainer, variables: dict, batch: int) -> float:
     """XLA's FLOP count of the acting forward on [batch] observations, divided by batch."""
-    obs_dtype = trainer.env.init(jax.random.key(0)).observation.dtype
-    obs = jax.ShapeDtypeStruct((batch, *trainer.env.observation_shape), obs_dtype)
-    return cost_flops(jax.jit(trainer.apply_fn).lower(variables, obs).compile()) / batch
+    env = trainer.setup.env
+    obs_dtype = env.init(jax.random.key(0)).observation.dtype
+    obs = jax.ShapeDtypeStruct((batch, *env.observation_shape), obs_dtype)
+    return cost_flops(jax.jit(trainer.setup.apply_fn).lower(variables, obs).compile()) / batch
 
 
 def train_flops_per_sample(trainer: Trainer, state: TrainState, batch: int) -> float:
     """XLA's FLOP count of one gradient step (forward, backward, update) on [batch] samples, divided by batch."""
-    env = trainer.env
+    env = trainer.setup.env
     obs_dtype = env.init(jax.random.key(0)).observation.dtype
     shape = lambda *s, dtype=jnp.float32: jax.ShapeDtypeStruct(s, dtype)
     fake = replay_lib.Batch(observation=shape(batch, *env.observation_shape, dtype=obs_dtype),
                             policy=shape(batch, env.num_actions), legal=shape(batch, env.num_actions, dtype=jnp.bool_),
                             outcome=shape(batch))
     step = jax.jit(lambda p, s, o, b: learner.train_step(
-        p, s, o, b, network=trainer.acting_network, optimizer=trainer.optimizer,
+        p, s, o, b, apply_fn=learner.learning_apply(trainer.setup.network), optimizer=learner.make_optimizer(
+            trainer.config),
         weight_decay=trainer.config.weight_decay, axis_name=None))
     abstract = lambda tree: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
     lowered = step.lower(abstract(state.params), abstract(state.batch_stats), abstract(state.opt_state), fake)
@@ -251,22 +264,22 @@ def train_flops_per_sample(trainer: Trainer, state: TrainState, batch: int) -> f
 
 # --- the whole benchmark ------------------------------------------------------------------------------------------
 def compile_and_first_iterations(trainer: Trainer) -> tuple[dict, TrainState]:
-    """Lower + compile time of `trainer.iteration`, the first three iterations' wall time, and any recompiles.
+    """Lower + compile time of `trainer.iterate`, the first three iterations' wall time, and any recompiles.
 
     Call on a fresh Trainer (nothing compiled yet). The ahead-of-time compile fills the jit cache, so the first
     call normally compiles nothing more (`backend_compiles_in_first_call` says). Returns (figures, the state after
     the three iterations)."""
     t0 = time.perf_counter()
-    lowered = trainer.iteration.lower(trainer.abstract_state())
+    lowered = trainer.iterate.lower(trainer.abstract_state())
     t1 = time.perf_counter()
     lowered.compile()
     t2 = time.perf_counter()
     state = trainer.init_state()
-    cache_size = getattr(trainer.iteration, "_cache_size", lambda: None)  # jit's own count of cached signatures
+    cache_size = getattr(trainer.iterate, "_cache_size", lambda: None)  # jit's own count of cached signatures
     walls, sizes = [], []
     for call in range(3):
         with CompileCounter() as counter:
-            seconds, (state, _) = timed(trainer.iteration, state)  # donates the old state; only the new one is kept
+            seconds, (state, _) = timed(trainer.iterate, state)  # donates the old state; only the new one is kept
         walls.append((seconds, counter.count))
         sizes.append(cache_size())
     later_compiles = walls[1][1] + walls[2][1]
@@ -327,6 +340,7 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
     phase("compile + first iterations")
     trainer = Trainer(config, mesh)
     compile_figures, state = compile_and_first_iterations(trainer)
+    selfplay_only, learn_only = selfplay_program(trainer), learn_program(trainer)
 
     # Self-play: S plies of B games per call; the games and the buffer carry over from call to call, and the
     # iteration counter advances so each call writes fresh buffer rows (as in training).
@@ -336,7 +350,7 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
 
     def selfplay_call(state, k):
         state = state.replace(iteration=_replicated(trainer, iteration + k, state.iteration))
-        seconds, (games, buffer, _) = timed(trainer.selfplay_only, state, jax.random.fold_in(key, k))
+        seconds, (games, buffer, _) = timed(selfplay_only, state, jax.random.fold_in(key, k))
         return seconds, state.replace(games=games, replay=buffer)
 
     times = []
@@ -365,8 +379,8 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
         buffer = state.replay.replace(done=state.replay.done | state.replay.pending)
         state = state.replace(replay=jax.device_put(buffer, trainer.shardings.replay))
         source = "self-play positions, unfinished games marked done (synthetic z = 0)"
-    ready = bool(jax.device_get(jax.block_until_ready(trainer.learn_only(state, jax.random.key(2)))[3]))  # warm-up
-    learn = median_time(trainer.learn_only, state, jax.random.key(2), repeats=repeats, warmup=0)
+    ready = bool(jax.device_get(jax.block_until_ready(learn_only(state, jax.random.key(2)))[3]))  # warm-up
+    learn = median_time(learn_only, state, jax.random.key(2), repeats=repeats, warmup=0)
     steps = config.train_steps_per_iteration
     samples_per_second = steps * config.batch_size / learn["seconds"]
     training_figures = {"seconds_per_call": learn["seconds"], "all_seconds": learn["all_seconds"],

@@ -6,9 +6,9 @@ Python constants, so one compilation serves every member. Everything else (game,
 sizes, the schedule's boundaries) is the config's and is shared.
 
 Layout: a 2-D mesh with axes ("m", "d"). Members are split over "m" (no communication between them); each member's
-games and replay rows are split over "d" exactly as az_jax.iteration splits one run's. Inside the one
-`jax.shard_map`, each device `vmap`s the per-device iteration body of az_jax.iteration.Trainer over its members, so
-member i's result is the run `Trainer(member_config(config, members[i]))` makes on a mesh of "d" devices
+games and replay rows are split over "d" exactly as one run's are. Inside the one sharded program
+(az_jax/devices.py), each device `vmap`s `az_jax.iteration.iteration` over its members, so member i's result is the
+run `Trainer(member_config(config, members[i]), mesh)` (az_jax/trainer.py) makes on a mesh of "d" devices
 (tests/test_population.py checks this, and that members with different seeds differ). The network alone may run once
 per member instead of batched (`network_batching="loop"`, the default on CPU: see `member_looped`); then a member's
 result is that run's bit for bit on CPU.
@@ -16,7 +16,7 @@ result is that run's bit for bit on CPU.
     members = [Member(seed=s) for s in range(8)]                       # or Member(seed=0, learning_rates=(0.05,))
     trainer = PopulationTrainer.create(config, members)                # all devices; members spread over them
     state = trainer.init_state()                                       # TrainState, every leaf [M, ...]
-    state, metrics = trainer.iteration(state)                          # metrics: {name: [M]}
+    state, metrics = trainer.iterate(state)                            # metrics: {name: [M]}
 """
 import dataclasses
 import functools
@@ -35,7 +35,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from az_jax import checkpoint as ckpt
 from az_jax import config as config_lib
-from az_jax.iteration import DEVICE_AXIS, Trainer, TrainState, state_partition_specs
+from az_jax import iteration as iteration_lib
+from az_jax import devices as devices_lib
+from az_jax.devices import DEVICE_AXIS, sharded
+from az_jax.iteration import Setup, TrainState, state_partition_specs
+from az_jax.loop import write_config
 
 MEMBER_AXIS = "m"
 
@@ -54,25 +58,11 @@ def member_config(config: config_lib.Config, member: Member) -> config_lib.Confi
     return dataclasses.replace(config, seed=int(member.seed), learning_rates=lrs)
 
 
-def stepped_schedule(init_value: jax.Array, scales: jax.Array, boundaries: Sequence[int]) -> optax.Schedule:
-    """optax.piecewise_constant_schedule with its values as data: init_value [] and scales [K-1] (value i+1 / value i)
-    may be traced, the boundaries are static. Written as optax writes it, so it gives the same float32 values."""
-    def schedule(count):
-        value = init_value
-        for i, boundary in enumerate(boundaries):
-            indicator = jnp.maximum(0.0, jnp.sign(boundary - count))    # 1 before the boundary, 0 from it on
-            value = value * indicator + (1 - indicator) * scales[i] * value
-        return value
-    return schedule
-
-
-def _schedule_data(config: config_lib.Config, members: Sequence[Member]) -> dict:
-    """Per-member schedule arrays: lr_init [M] and lr_scales [M, K-1], float32 (scales from float64 ratios, as the
-    Python floats optax.piecewise_constant_schedule multiplies by)."""
-    values = [member_config(config, m).learning_rates for m in members]
-    return {"lr_init": np.asarray([v[0] for v in values], np.float32),
-            "lr_scales": np.asarray([[v[i + 1] / v[i] for i in range(len(v) - 1)] for v in values],
-                                    np.float32).reshape(len(members), len(config.lr_boundaries))}
+def _member_data(config: config_lib.Config, members: Sequence[Member]) -> dict:
+    """seed [M] int32 and learning_rates [M, K] float32: the members' per-run numbers, passed to the program as
+    data."""
+    return {"seed": np.asarray([m.seed for m in members], np.int32),
+            "learning_rates": np.asarray([member_config(config, m).learning_rates for m in members], np.float32)}
 
 
 # --- the network under the member vmap ------------------------------------------------------------------------------
@@ -95,9 +85,8 @@ def member_looped(fn: Callable) -> Callable:
     with reverse-mode autodiff (a custom_vjp whose backward pass recomputes the forward pass, also per member).
 
     Why: vmapping a network over its parameters turns each convolution into a grouped convolution, which XLA:CPU runs
-    2-4x slower than the members' convolutions one after another (measured on the connect_four small network, 8
-    members × 64 positions on one core: forward 99 ms batched vs 46 ms looped, gradient 478 ms vs 126 ms). Only the
-    network is looped; the search, the games and the optimizer stay vmapped."""
+    slower than the members' convolutions one after another (experiments/PERFORMANCE.md §7). Only the network is
+    looped; the search, the games and the optimizer stay vmapped."""
     forward = custom_batching.custom_vmap(fn)
     forward.def_vmap(_loop_rule(fn))
 
@@ -115,42 +104,13 @@ def member_looped(fn: Callable) -> Callable:
     return looped
 
 
-@dataclasses.dataclass(frozen=True)
-class _LoopedNetwork:
-    """Stands in for the learning network in learner.train_step: `apply` (train=True, mutable batch stats) per
-    member under the population's vmap."""
-    network: Any
-
-    def apply(self, variables, observation, *, train: bool, mutable):
-        return member_looped(functools.partial(self.network.apply, train=train, mutable=mutable))(variables,
-                                                                                                  observation)
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class _MemberTrainer(Trainer):
-    """Trainer of one member, built inside the traced population program: its optimizer's schedule reads traced
-    values. Only `_initial_state` and `_local_iteration` are used (the mesh gives the size of the "d" axis)."""
-    lr_init: Any = None        # [] float32
-    lr_scales: Any = None      # [K-1] float32
-    network_batching: NetworkBatching = "vmap"
-
-    @functools.cached_property
-    def network(self):
-        base = Trainer.network.func(self)      # the Trainer's learning network (not cached under its name here)
-        return _LoopedNetwork(base) if self.network_batching == "loop" else base
-
-    def apply_fn(self, variables, observation):
-        if self.network_batching == "loop":
-            return member_looped(super().apply_fn)(variables, observation)
-        return super().apply_fn(variables, observation)
-
-    def schedule(self, count: jax.Array) -> jax.Array:
-        return stepped_schedule(self.lr_init, self.lr_scales, self.config.lr_boundaries)(count)
-
-    @functools.cached_property
-    def optimizer(self) -> optax.GradientTransformation:
-        # As learner.make_optimizer, with the schedule's values as data.
-        return optax.sgd(learning_rate=self.schedule, momentum=self.config.momentum)
+def member_setup(setup: Setup, network_batching: NetworkBatching) -> Setup:
+    """The run's Setup as a member sees it under the population's vmap: with "loop" both network functions run
+    once per member (`member_looped`)."""
+    if network_batching == "vmap":
+        return setup
+    return dataclasses.replace(setup, apply_fn=member_looped(setup.apply_fn),
+                               learn_apply=member_looped(setup.learn_apply))
 
 
 def make_population_mesh(num_members: int, devices=None, member_shards: int | None = None) -> Mesh:
@@ -206,31 +166,22 @@ class PopulationTrainer:
         return len(self.members)
 
     @functools.cached_property
-    def _member_mesh(self) -> Mesh:
-        """The 1-D mesh of one member group; inside the program only its size (the "d" axis) is used."""
-        return Mesh(self.mesh.devices[0], (DEVICE_AXIS,))
-
-    def _member(self, data: dict) -> _MemberTrainer:
-        return _MemberTrainer(self.config, self._member_mesh, lr_init=data["lr_init"], lr_scales=data["lr_scales"],
-                              network_batching=self.network_batching)
+    def setup(self) -> Setup:
+        return member_setup(iteration_lib.make_setup(self.config), self.network_batching)
 
     @functools.cached_property
     def shardings(self) -> TrainState:
-        return jax.tree.map(lambda spec: NamedSharding(self.mesh, spec), population_partition_specs(),
-                            is_leaf=lambda x: isinstance(x, P))
+        return devices_lib.shardings(self.mesh, population_partition_specs())
 
     @functools.cached_property
     def member_data(self) -> dict:
-        """seed [M] int32, lr_init [M], lr_scales [M, K-1]: the members' hyperparameters, split over "m"."""
-        data = {"seed": np.asarray([m.seed for m in self.members], np.int32), **_schedule_data(self.config,
-                                                                                                self.members)}
-        return jax.device_put(data, NamedSharding(self.mesh, P(MEMBER_AXIS)))
+        """seed [M] int32, learning_rates [M, K]: the members' per-run numbers, split over "m"."""
+        return jax.device_put(_member_data(self.config, self.members), NamedSharding(self.mesh, P(MEMBER_AXIS)))
 
     # --- state -----------------------------------------------------------------------------------------------------
     def init_state(self) -> TrainState:
         """Every member's initial TrainState (from its seed), stacked: every leaf [M, ...], created on the mesh."""
-        assert self._member(self.member_data).env is not None  # pgx builds module-level arrays on first import
-        init = jax.vmap(lambda data: self._member(data)._initial_state(data["seed"]))
+        init = jax.vmap(lambda data: iteration_lib.init_state(self.setup, data["seed"]))
         return jax.jit(init, out_shardings=self.shardings)(self.member_data)
 
     def member_state(self, state: TrainState, index: int) -> TrainState:
@@ -240,22 +191,17 @@ class PopulationTrainer:
     # --- the iteration ---------------------------------------------------------------------------------------------
     def _local_iteration(self, state: TrainState, data: dict) -> tuple[TrainState, dict]:
         """One device's members (leading axis M / member_shards), each with its B/D games and N/D replay rows."""
-        def one_member(member_state, member_data):
-            member = self._member(member_data)
-            new_state, metrics = member._local_iteration(member_state)
-            count = optax.tree_utils.tree_get(new_state.opt_state, "count")
-            return new_state, {**metrics, "train/learning_rate": member.schedule(count)}
+        one_member = lambda member_state, member_data: iteration_lib.iteration(self.setup, member_state,
+                                                                               member_data["learning_rates"])
         return jax.vmap(one_member)(state, data)
 
     @functools.cached_property
-    def iteration(self):
+    def iterate(self):
         """state -> (state, metrics {name: [M]}): one iteration of every member, one jitted program. The input
         state's buffers are donated."""
         specs = population_partition_specs()
-        # check_vma=False as in az_jax.iteration (mctx's loops; learner.train_step's pmean relies on it).
-        body = jax.shard_map(self._local_iteration, mesh=self.mesh, in_specs=(specs, P(MEMBER_AXIS)),
-                             out_specs=(specs, P(MEMBER_AXIS)), check_vma=False)
-        step = jax.jit(body, donate_argnums=0)
+        step = sharded(self._local_iteration, self.mesh, (specs, P(MEMBER_AXIS)), (specs, P(MEMBER_AXIS)),
+                       donate_argnums=0)
         return lambda state: step(state, self.member_data)
 
 
@@ -266,7 +212,6 @@ ProgressFn = Callable[[int, list[dict]], None]
 def save_members(trainer: PopulationTrainer, state: TrainState, run_dir: str) -> list[str]:
     """Writes each member as an ordinary run dir `run_dir/member_<i>` (config.json + an orbax checkpoint), so
     `az_jax.load_agent`, `az-jax eval` and `az-jax train` (to go on training it alone) work on it. Returns the dirs."""
-    from az_jax.loop import write_config
     dirs = []
     for i, member in enumerate(trainer.members):
         member_dir = os.path.join(run_dir, f"member_{i}")
@@ -300,7 +245,7 @@ def train_population(config: config_lib.Config, members: Sequence[Member], *, ru
     try:
         for it in range(config.num_iterations):
             t0 = time.perf_counter()
-            state, metrics = trainer.iteration(state)
+            state, metrics = trainer.iterate(state)
             metrics = jax.device_get(metrics)
             seconds = time.perf_counter() - t0
             total = trainer.num_members * config.positions_per_iteration / seconds

@@ -17,6 +17,7 @@ Columns are 0–6 from the left in both pgx and BitBully.
 import json
 from typing import NamedTuple
 
+import bitbully
 import jax
 import numpy as np
 import pgx
@@ -28,14 +29,12 @@ FULL = -100  # stands for a full column's score (no move)
 
 
 def solver():
-    """A BitBully solver with its opening book (imported here: only the benchmark needs the package)."""
-    import bitbully
+    """A BitBully solver with its opening book."""
     return bitbully.BitBully()
 
 
 def score_moves(agent, moves: list[int]) -> np.ndarray:
     """[7] int the solver's score of each column after `moves`, FULL for a full column."""
-    import bitbully
     scores = agent.score_all_moves(bitbully.Board.from_moves(list(moves)))
     return np.array([scores.get(c, FULL) for c in range(NUM_COLUMNS)], np.int32)
 
@@ -71,7 +70,6 @@ class PositionSet(NamedTuple):
 
 def generate(num_positions: int, seed: int = 0, max_depth: int = 36, p_good: float = 0.8) -> PositionSet:
     """Plays and labels positions (see the module docstring); deterministic for a seed and the solver's answers."""
-    import bitbully
     agent, rng = solver(), np.random.default_rng(seed)
     seen, rows, scores = set(), [], []
     while len(rows) < num_positions:

@@ -9,18 +9,12 @@ import time
 
 import jax
 
+from az_jax.agent import load_agent
+from az_jax.config import get_game_or_error
+from az_jax.engines import EngineError
 from az_jax.evaluation import match as match_lib
 from az_jax.evaluation import players as players_lib
-from envs.gtp import EngineError
-
-# Random opening plies before the players take over (games 2k and 2k+1 share one opening, colours swapped): enough
-# distinct openings for a few hundred games between deterministic players, few enough to leave the game balanced.
-OPENING_PLIES = {"tic_tac_toe": 2}
-DEFAULT_OPENING_PLIES = 4
-
-
-def default_opening_plies(game: str) -> int:
-    return OPENING_PLIES.get(game, DEFAULT_OPENING_PLIES)
+from envs import get_game, records
 
 
 def results_path(run_dir: str) -> str:
@@ -33,7 +27,6 @@ def _slug(text: str) -> str:
 
 def write_games(directory: str, game: str, a: str, b: str, games: list[match_lib.GameResult]) -> int:
     """One record file per game (envs/records.py picks the format); returns how many were written."""
-    from envs import records
     os.makedirs(directory, exist_ok=True)
     for i, g in enumerate(games):
         first, second = (a, b) if g.a_first else (b, a)
@@ -54,14 +47,12 @@ def evaluate(run_dir: str | None, opponent: str, *, games: int, step: int | None
     if player is not None:
         if run_dir is not None or game is None:
             raise players_lib.PlayerSpecError("give either --run-dir, or --player with --game")
-        from az_jax.config import get_game_or_error
         get_game_or_error(game)  # an unknown game is a ConfigError (one-line CLI error)
         agent_player = players_lib.make_player(player, game)
         run_dir = out_dir or os.path.join("runs", "eval")
         results_file = os.path.join(run_dir, "results.jsonl")
         games_root = os.path.join(run_dir, "games")
     else:
-        from az_jax.agent import load_agent
         agent = load_agent(run_dir, step=step)
         game = agent.config.game
         agent_player = players_lib.agent_player(agent, simulations,
@@ -69,7 +60,7 @@ def evaluate(run_dir: str | None, opponent: str, *, games: int, step: int | None
         results_file = results_path(run_dir)
         games_root = os.path.join(run_dir, "eval", "games")
     other = players_lib.make_player(opponent, game)
-    plies = default_opening_plies(game) if opening_plies is None else opening_plies
+    plies = get_game(game).opening_plies if opening_plies is None else opening_plies
     key = jax.random.key(seed)
     finished: list[match_lib.GameResult] = []
 

@@ -10,19 +10,19 @@ metrics.jsonl).
 """
 from __future__ import annotations
 
-import csv
-import json
 import os
 import time
 
 import jax
 
 from az_jax import checkpoint as ckpt
+from az_jax.agent import load_agent
 from az_jax.evaluation import elo
 from az_jax.evaluation import match as match_lib
 from az_jax.evaluation import players as players_lib
-from az_jax.evaluation.evaluate import default_opening_plies
+from az_jax.files import append_jsonl, read_jsonl, write_csv
 from az_jax.metrics import read_metrics
+from envs import get_game
 
 
 def checkpoint_steps(run_dir: str) -> list[int]:
@@ -48,13 +48,6 @@ def _matches_path(run_dir: str) -> str:
     return os.path.join(run_dir, "ladder", "matches.jsonl")
 
 
-def _load_matches(path: str) -> list[dict]:
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def pairings(checkpoints: list[str], baselines: list[str]) -> list[tuple[str, str]]:
     """Consecutive checkpoints, every checkpoint × every baseline, consecutive baselines."""
     pairs = list(zip(checkpoints, checkpoints[1:]))
@@ -77,7 +70,6 @@ def run_ladder(run_dir: str, *, games: int = 100, simulations: int | None = None
         if missing:
             raise ckpt.CheckpointError(f"{run_dir} has no checkpoint(s) {missing} (has {all_steps})")
         all_steps = wanted
-    from az_jax.agent import load_agent
     agents = {f"step{s}": load_agent(run_dir, step=s) for s in all_steps}
     game = next(iter(agents.values())).config.game
     players = {name: players_lib.agent_player(a, simulations, name=name) for name, a in agents.items()}
@@ -92,10 +84,10 @@ def run_ladder(run_dir: str, *, games: int = 100, simulations: int | None = None
     if anchor_name not in players:
         raise players_lib.PlayerSpecError(f"anchor {anchor!r} is not one of the ladder's players "
                                           f"({', '.join(players)})")
-    opening_plies = default_opening_plies(game)
+    opening_plies = get_game(game).opening_plies
     path = _matches_path(run_dir)
     done = {(m["a"], m["b"], m["games"], m["simulations"], m["opening_plies"], m["seed"]): m
-            for m in _load_matches(path)}
+            for m in read_jsonl(path)}
     os.makedirs(os.path.dirname(path), exist_ok=True)
     todo = pairings(list(agents), [p.name for p in baseline_players])
     results = []
@@ -111,8 +103,7 @@ def run_ladder(run_dir: str, *, games: int = 100, simulations: int | None = None
             m = {"a": a, "b": b, "wins": sum(x > 0 for x in r), "draws": sum(x == 0 for x in r),
                  "losses": sum(x < 0 for x in r), "games": games, "simulations": sims,
                  "opening_plies": opening_plies, "seed": seed, "seconds": time.perf_counter() - t0}
-            with open(path, "a") as f:
-                f.write(json.dumps(m) + "\n")
+            append_jsonl(path, m)
             log(f"[{index + 1}/{len(todo)}] {a} vs {b}: +{m['wins']} ={m['draws']} -{m['losses']} "
                 f"({m['seconds']:.0f} s)")
         results.append((a, b, m["wins"], m["draws"], m["losses"]))
@@ -130,10 +121,7 @@ def write_outputs(run_dir: str, fit: elo.EloFit, agents: dict, baselines: list[s
         rows.append({"player": name, "step": step, "train_seconds": seconds.get(step) if step is not None else None,
                      "elo": fit.rating(name), "elo_low": low, "elo_high": high,
                      "games": int(fit.games[fit.players.index(name)])})
-    with open(os.path.join(out_dir, "ratings.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(os.path.join(out_dir, "ratings.csv"), rows)
     lines = [f"Elo (anchor {fit.anchor} = {fit.anchor_rating:g}; checkpoints search {sims} simulations; "
              f"{fit.confidence:.0%} intervals; virtual draws per pair {fit.prior_draws:g})", "",
              "| player | step | training time | Elo | interval | games |", "|---|---|---|---|---|---|"]
@@ -149,7 +137,7 @@ def write_outputs(run_dir: str, fit: elo.EloFit, agents: dict, baselines: list[s
 
 
 def plot(rows: list[dict], baselines: list[str], out_dir: str, title: str) -> None:
-    import matplotlib
+    import matplotlib  # local: slow to import, and only the plots need it
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     ckpts = [r for r in rows if r["step"] is not None]

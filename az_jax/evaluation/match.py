@@ -12,21 +12,20 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
-import json
-import os
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from az_jax.evaluation import arena, elo
+from az_jax import arena
+from az_jax.devices import DEVICE_AXIS, device_key, first_index, make_mesh, sharded
+from az_jax.engines import EngineError
+from az_jax.evaluation import elo
 from az_jax.evaluation.players import RESIGN, EnginePlayer, JaxPlayer, Player
-from envs import get_game, make_env
-from envs.gtp import EngineError
+from az_jax.files import append_jsonl
+from envs import make_env
 
-AXIS = "games"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,21 +96,18 @@ def summarize(game: str, a: str, b: str, results: np.ndarray, opening_plies: int
 # --- JAX vs JAX, batched on device -------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def _compiled_match(game: str, apply_a, apply_b, chunk: int, devices: tuple, opening_plies: int):
-    """jit(shard_map(...)) of `chunk` games split over `devices`; cached so that a ladder compiles once per pairing
-    of player kinds, not once per checkpoint."""
+    """The sharded program of `chunk` games split over `devices` (az_jax/devices.py); cached so that a ladder compiles
+    once per pairing of player kinds, not once per checkpoint."""
     env, spec = make_env(game)
-    mesh = jax.sharding.Mesh(np.array(devices), (AXIS,))
     local_games = chunk // len(devices)
 
     def local(variables_a, variables_b, key, start):
-        device = jax.lax.axis_index(AXIS)
         a = functools.partial(apply_a, variables_a)
         b = functools.partial(apply_b, variables_b)
-        return arena.play_games(env, a, b, jax.random.fold_in(key, device), local_games, spec.max_length,
-                                first_game=start + device * local_games, opening_plies=opening_plies)
+        return arena.play_games(env, a, b, device_key(key), local_games, spec.max_length,
+                                first_game=start + first_index(local_games), opening_plies=opening_plies)
 
-    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(P(), P(), P(), P()), out_specs=P(AXIS),
-                                 check_vma=False))
+    return sharded(local, make_mesh(devices), (P(), P(), P(), P()), P(DEVICE_AXIS))
 
 
 def play_jax_match(game: str, a: JaxPlayer, b: JaxPlayer, rng_key: jax.Array, num_games: int, *,
@@ -121,7 +117,7 @@ def play_jax_match(game: str, a: JaxPlayer, b: JaxPlayer, rng_key: jax.Array, nu
     chunk = min(batch_size or num_games, num_games)
     chunk = -(-chunk // len(devices)) * len(devices)                    # a multiple of the devices
     run = _compiled_match(game, a.apply, b.apply, chunk, devices, opening_plies)
-    replicated = jax.sharding.NamedSharding(jax.sharding.Mesh(np.array(devices), (AXIS,)), P())
+    replicated = jax.sharding.NamedSharding(make_mesh(devices), P())
     variables_a, variables_b = jax.device_put((a.variables, b.variables), replicated)  # weights on every device
     out: list[GameResult] = []
     for index, start in enumerate(range(0, num_games, chunk)):
@@ -237,15 +233,5 @@ def engine_score_agreement(games: list[GameResult]) -> dict:
 
 def append_result(path: str, summary: MatchSummary, **fields) -> None:
     """Appends one JSON line (never rewrites earlier lines)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    record = {"time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              **summary.to_json(), **fields}
-    with open(path, "a") as f:
-        f.write(json.dumps(record) + "\n")
-
-
-def read_results(path: str) -> list[dict]:
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    append_jsonl(path, {"time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                        **summary.to_json(), **fields})

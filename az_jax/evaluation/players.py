@@ -26,13 +26,18 @@ import re
 import shlex
 from typing import Callable, Protocol
 
-import jax
+import chess
 import jax.numpy as jnp
-import numpy as np
 
-from az_jax.evaluation import arena, rollout_mcts
-from envs import get_game, go_notation
-from envs.gtp import EngineError, GTPEngine, find_executable
+from az_jax import arena
+from az_jax.agent import load_agent
+from az_jax.engines.gtp import GTPEngine, find_executable
+from az_jax.engines.uci import UCIEngine, strength_options
+from az_jax.evaluation import rollout_mcts
+from az_jax.iteration import greedy_player, make_setup
+from envs import get_game, make_env, records
+from envs.notation import go
+from envs.notation.chess_moves import action_to_move, move_to_action
 
 RESIGN = -2  # what an engine session's genmove returns when the engine resigns
 
@@ -160,7 +165,6 @@ def _random_apply(variables, states, key):
 
 @functools.lru_cache(maxsize=None)
 def _mcts_apply(game: str, sims: int, c: float, rollouts: int) -> Callable:
-    from envs import make_env
     fn = rollout_mcts.rollout_mcts_player(make_env(game)[0], num_simulations=sims, c=c, rollouts=rollouts,
                                           max_length=get_game(game).max_length)
     return lambda variables, states, key: fn(states, key)
@@ -172,18 +176,13 @@ def network_apply(config, simulations: int) -> Callable:
     """`apply(variables, states, key)` of a network of `config`: greedy by visits after `simulations` simulations
     without noise (az_jax/agent.py), or for 0 the most probable legal move of the raw policy (no search). Cached, so
     every checkpoint of a run gets the same function (and one compilation)."""
-    from az_jax import networks
-    from az_jax.agent import greedy_search
-    from envs import make_env
-    env = make_env(config.game)[0]
-    network = networks.make_network(config, env.num_actions)
-    apply_fn = lambda variables, observation: network.apply(variables, observation, train=False)
+    setup = make_setup(config)
 
     def apply(variables, states, key):
         if simulations == 0:
-            logits, _ = apply_fn(variables, states.observation)
+            logits, _ = setup.apply_fn(variables, states.observation)
             return jnp.argmax(jnp.where(states.legal_action_mask, logits, -jnp.inf), axis=-1)
-        return greedy_search(apply_fn, env, config, variables, key, states, simulations)[0]
+        return greedy_player(setup, variables, simulations)(states, key)
 
     return apply
 
@@ -198,7 +197,6 @@ def agent_player(agent, simulations: int | None = None, name: str | None = None)
 
 def run_player(path: str, *, step: int | None = None, simulations: int | None = None, game: str | None = None,
                name: str | None = None) -> JaxPlayer:
-    from az_jax.agent import load_agent
     agent = load_agent(path, step=step)
     if game is not None and agent.config.game != game:
         raise PlayerSpecError(f"{path} is a {agent.config.game} run, not {game}")
@@ -210,19 +208,14 @@ def _go_color(state) -> str:
     return "black" if int(state._x.color) == 0 else "white"
 
 
-def tromp_taylor_score(state, size: int, komi: float) -> float:
-    """Black's area minus White's minus komi of an unbatched pgx Go state (pgx's rewards are its sign)."""
-    from pgx._src.games.go import _count_scores  # pgx's own area count; private, so used here only
-    black, white = (float(x) for x in _count_scores(state._x, size))
-    return black - white - komi
-
-
 class GTPSession:
-    """A GTP engine playing one side of pgx Go games (Tromp-Taylor area scoring, komi from the pgx env)."""
+    """A GTP engine playing one side of pgx Go games (Tromp-Taylor area scoring, board size and komi from the pgx
+    env)."""
 
-    def __init__(self, command: list[str], size: int, komi: float):
+    def __init__(self, command: list[str], game: str):
         self.engine = GTPEngine(command)
-        self.size, self.komi = size, komi
+        env = make_env(game)[0]
+        self.game, self.size, self.komi = game, int(env._game.size), float(env._game.komi)
 
     def new_game(self, state) -> None:
         self.engine.boardsize(self.size)
@@ -231,18 +224,18 @@ class GTPSession:
 
     def observe(self, state, action: int, own: bool) -> None:
         if not own:  # genmove already played the engine's own move on its board
-            self.engine.play(_go_color(state), go_notation.action_to_vertex(action, self.size))
+            self.engine.play(_go_color(state), go.action_to_vertex(action, self.size))
 
     def genmove(self, state) -> int:
         move = self.engine.genmove(_go_color(state))
         if move.lower() == "resign":
             return RESIGN
-        return go_notation.vertex_to_action(move, self.size)
+        return go.vertex_to_action(move, self.size)
 
     def final_info(self, state) -> dict:
         text = self.engine.final_score()
-        return {"engine_final_score": text, "engine_margin_black": go_notation.parse_score(text),
-                "pgx_margin_black": tromp_taylor_score(state, self.size, self.komi)}
+        return {"engine_final_score": text, "engine_margin_black": go.parse_score(text),
+                "pgx_margin_black": records.go_margin(self.game, state)}
 
     def close(self) -> None:
         self.engine.close()
@@ -251,11 +244,8 @@ class GTPSession:
 def gtp_player(command: list[str], game: str, name: str | None = None) -> EnginePlayer:
     if not game.startswith("go_"):
         raise PlayerSpecError(f"GTP engines play Go; {game} is not a Go game")
-    size = int(game.split("x")[-1])
-    from envs import make_env
-    komi = float(make_env(game)[0]._game.komi)
     label = name or "gtp_" + re.sub(r"[^A-Za-z0-9]+", "_", " ".join(command[:1] + command[1:]).split("/")[-1])[:40]
-    return EnginePlayer(label, lambda: GTPSession(list(command), size, komi))
+    return EnginePlayer(label, lambda: GTPSession(list(command), game))
 
 
 # --- UCI (chess) -------------------------------------------------------------------------------------------------------
@@ -263,21 +253,17 @@ class UCISession:
     """A UCI engine playing one side of pgx chess games, on a python-chess board kept in step with pgx."""
 
     def __init__(self, command: list[str], options: dict, limits: dict):
-        from envs.uci import UCIEngine
         self.engine = UCIEngine(command, options=options)
         self.limits = limits
         self.board = None
 
     def new_game(self, state) -> None:
-        import chess
         self.board = chess.Board()
 
     def observe(self, state, action: int, own: bool) -> None:
-        from envs.uci import action_to_move
         self.board.push(action_to_move(action, self.board))
 
     def genmove(self, state) -> int:
-        from envs.uci import move_to_action
         move = self.engine.play(self.board, **self.limits)
         return move_to_action(move, self.board)
 
@@ -300,7 +286,6 @@ def uci_player(rest: str, game: str, spec: str) -> EnginePlayer:
     if exe is None:
         raise PlayerSpecError(f"{spec!r}: engine {command[0]!r} not found (Debian package stockfish)")
     command[0] = exe
-    from envs.uci import strength_options
     skill = _number(options, "skill", int, None, spec, low=0)
     elo = _number(options, "elo", int, None, spec, low=0)
     uci_options = strength_options(skill_level=skill, elo=elo)

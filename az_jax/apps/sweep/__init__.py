@@ -3,14 +3,15 @@ its own run dir under the sweep dir; finished trials are skipped on a re-run; th
 with plots. `spec` expands a spec into trials (the spec format is described there), `run` runs them in processes
 pinned to devices, `results` tabulates and plots them, and `command` is `az-jax sweep`.
 """
-from az_jax.sweep.command import sweep_command
-from az_jax.sweep.results import (collect, default_metrics, final_metrics, markdown_table, plot, read_records, report,
-                                  summarise)
-from az_jax.sweep.run import (CACHE_DIR, DONE_FILE, PLATFORMS, TRIAL_FILE, LogFn, available_ids, check_sweep_dir,
-                              detect_platform, device_groups, is_finished, parse_ids, parse_shard, run_sweep,
-                              run_trial, trial_command, trial_dir, trial_env, write_sweep_file)
-from az_jax.sweep.spec import (DISTRIBUTIONS, SPEC_KEYS, Sweep, SweepError, Trial, build_sweep, cli_value,
-                               load_spec)
+from az_jax.apps.sweep.command import sweep_command
+from az_jax.apps.sweep.results import (collect, default_metrics, final_metrics, markdown_table, plot, read_records,
+                                       report, summarise)
+from az_jax.apps.sweep.run import (CACHE_DIR, DONE_FILE, PLATFORMS, TRIAL_FILE, LogFn, available_ids,
+                                   check_sweep_dir, detect_platform, device_groups, is_finished, parse_ids,
+                                   parse_shard, run_sweep, run_trial, trial_command, trial_dir, trial_env,
+                                   write_sweep_file)
+from az_jax.apps.sweep.spec import (DISTRIBUTIONS, SPEC_KEYS, Sweep, SweepError, Trial, build_sweep, cli_value,
+                                    load_spec)
 
 __all__ = [
     # spec

@@ -2,7 +2,6 @@
 (summary.csv, summary.md) and plots."""
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -11,9 +10,10 @@ from typing import Sequence
 
 import numpy as np
 
+from az_jax.apps.sweep.run import DONE_FILE, is_finished, trial_dir
+from az_jax.apps.sweep.spec import Sweep
+from az_jax.files import write_csv
 from az_jax.metrics import read_metrics as read_records
-from az_jax.sweep.run import DONE_FILE, is_finished, trial_dir
-from az_jax.sweep.spec import Sweep
 
 
 def final_metrics(records: list[dict]) -> dict:
@@ -45,10 +45,7 @@ def collect(sweep: Sweep, sweep_dir: str) -> list[dict]:
         rows.append(row)
     metric_keys = sorted({k for r in rows for k in r} - {"trial", "status", *sweep.axes})
     columns = ["trial", "status", *sweep.axes, *metric_keys]
-    with open(os.path.join(sweep_dir, "results.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns, restval="")
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(os.path.join(sweep_dir, "results.csv"), rows, columns)
     return rows
 
 
@@ -150,10 +147,7 @@ def report(sweep: Sweep, sweep_dir: str, metrics: Sequence[str] | None = None) -
     metrics = list(metrics) if metrics else default_metrics(rows)
     summary = summarise(sweep, rows, metrics)
     if summary:
-        with open(os.path.join(sweep_dir, "summary.csv"), "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(summary[0]))
-            writer.writeheader()
-            writer.writerows(summary)
+        write_csv(os.path.join(sweep_dir, "summary.csv"), summary)
     paths = plot(sweep, sweep_dir, rows, metrics) if any(r["status"] != "pending" for r in rows) else []
     table = markdown_table(summary)
     with open(os.path.join(sweep_dir, "summary.md"), "w") as f:

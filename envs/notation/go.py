@@ -1,4 +1,5 @@
-"""Go coordinates: pgx action indices <-> GTP vertices, and pgx boards -> stone lists.
+"""Go notation: pgx action indices <-> GTP vertices, pgx boards -> stone lists, and the text board of go_9x9 and
+go_19x19.
 
 pgx convention (read from `pgx/_src/games/go.py`, `pgx/experimental/go.py` and the SVG drawer
 `pgx/_src/dwg/go.py`):
@@ -27,6 +28,8 @@ import re
 from typing import Iterable
 
 import numpy as np
+
+from envs.notation.base import Notation, stone
 
 # GTP column letters; "I" is skipped by the GTP spec (enough for boards up to 25x25).
 GTP_COLUMNS = "ABCDEFGHJKLMNOPQRSTUVWXYZ"
@@ -119,3 +122,56 @@ def parse_score(text: str) -> float:
         return sign * float(margin)
     except ValueError as e:
         raise ValueError(f"not a GTP score: {text!r}") from e
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the go_9x9 and go_19x19 notations: board > 0 black, < 0 white
+
+
+def _size(s) -> int:
+    return int(round(np.sqrt(np.asarray(s.legal_action_mask).shape[0] - 1)))
+
+
+def _side(s) -> int:
+    return int(s._x.step_count) % 2
+
+
+def _render(s) -> str:
+    n = _size(s)
+    board = np.asarray(s._x.board)
+    header = "    " + " ".join(GTP_COLUMNS[:n])
+    lines = [header]
+    for r in range(n):
+        cells = [stone(v) for v in board[r * n:(r + 1) * n]]
+        lines.append(f"{n - r:>2}  " + " ".join(cells) + f"  {n - r}")
+    lines.append(header)
+    captured = np.asarray(s._x.num_captured)
+    lines.append(f"captured by X (Black) {int(captured[0])}, by O (White) {int(captured[1])}")
+    return "\n".join(lines)
+
+
+def _format(s, a: int) -> str:
+    return action_to_vertex(a, _size(s))
+
+
+def _canonical(t: str) -> str:
+    return PASS if t.lower() == PASS else t.upper()
+
+
+def _action(s, t: str) -> int:
+    return vertex_to_action(t, _size(s))
+
+
+def _cell(s, square: str) -> str:
+    return stone(np.asarray(s._x.board)[_action(s, square)])
+
+
+def _notation(syntax: str, help: str) -> Notation:
+    return Notation(_render, _format, _side, ("X (Black)", "O (White)"), re.compile(syntax, re.I), _canonical, help,
+                    _action, _cell)
+
+
+GO_9X9 = _notation(r"[a-hj][1-9]|pass",
+                   "a point like E5 (columns A-J without I, rows 1-9 from the bottom), or pass")
+GO_19X19 = _notation(r"[a-hj-t](?:1[0-9]|[1-9])|pass",
+                     "a point like D4 (columns A-T without I, rows 1-19 from the bottom), or pass")

@@ -4,7 +4,7 @@ The engine runs as a subprocess with pipes, in its own process group, so that ki
 kills anything it spawned. Every command has a deadline; replies are read by a background thread
 into a queue, so a hung engine cannot block the caller.
 
-Failure policy (one exception type per failure, all subclasses of `EngineError`):
+Failure policy (one exception type per failure, all subclasses of `EngineError`, az_jax/engines/errors.py):
 
 * `GTPError`            -- the engine answered `? message` (a failed command). The engine is
                            still in a known state and stays usable.
@@ -19,7 +19,7 @@ Failure policy (one exception type per failure, all subclasses of `EngineError`)
 collection or interpreter exit) always sends `quit`, kills the process group and reaps it, so no
 engine process outlives its client.
 
-`envs/uci.py` reuses these exception classes so evaluation code can catch one hierarchy.
+`az_jax/engines/uci.py` raises the same classes (all but `GTPError`), so evaluation code can catch one hierarchy.
 """
 from __future__ import annotations
 
@@ -36,15 +36,12 @@ import time
 import weakref
 from typing import Sequence
 
-from envs import go_notation
+from az_jax.engines.errors import EngineCrashed, EngineError, EngineProtocolError, EngineTimeout
+from envs.notation import go
 
 DEFAULT_TIMEOUT_S = 30.0  # per command
 QUIT_GRACE_S = 1.0  # how long close() waits for a clean exit after `quit` before killing
 _EOF = None  # queue sentinel: the engine closed stdout
-
-
-class EngineError(RuntimeError):
-    """Base class of every error raised by an external-engine client (GTP or UCI)."""
 
 
 class GTPError(EngineError):
@@ -54,18 +51,6 @@ class GTPError(EngineError):
         super().__init__(f"GTP command {command!r} failed: {message}")
         self.command = command
         self.message = message
-
-
-class EngineTimeout(EngineError):
-    """The engine did not reply within the deadline; it has been killed."""
-
-
-class EngineCrashed(EngineError):
-    """The engine process exited, closed its output, or cannot be written to."""
-
-
-class EngineProtocolError(EngineError):
-    """The engine sent something that is not a valid reply (or not a valid move)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -344,9 +329,9 @@ class GTPEngine:
         text = self.send(command, timeout=timeout)
         move = text.strip()
         low = move.lower()
-        if low in (go_notation.PASS, go_notation.RESIGN):
+        if low in (go.PASS, go.RESIGN):
             return low
-        if go_notation.is_vertex(move, self._size):
+        if go.is_vertex(move, self._size):
             return move.upper()
         self._kill(f"bad genmove reply {move!r}")
         raise EngineProtocolError(f"reply to {command!r} is not a vertex, pass or resign: {move[:200]!r}")
@@ -357,7 +342,7 @@ class GTPEngine:
 
     def list_stones(self, color: str) -> frozenset[str]:
         """Upper-case vertices of `color`'s stones (GNU Go extension `list_stones`)."""
-        return go_notation.normalize_vertices(self.send(f"list_stones {normalize_color(color)}").split())
+        return go.normalize_vertices(self.send(f"list_stones {normalize_color(color)}").split())
 
     def showboard(self) -> str:
         return self.send("showboard")

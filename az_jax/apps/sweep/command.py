@@ -4,11 +4,11 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-from az_jax.sweep.results import report
-from az_jax.sweep.run import (PLATFORMS, LogFn, available_ids, check_sweep_dir, detect_platform, device_groups,
-                              is_finished, parse_ids, parse_shard, run_sweep, trial_command, trial_dir,
-                              write_sweep_file)
-from az_jax.sweep.spec import SweepError, build_sweep, load_spec
+from az_jax.apps.sweep.results import report
+from az_jax.apps.sweep.run import (PLATFORMS, LogFn, available_ids, check_sweep_dir, detect_platform,
+                                   device_groups, is_finished, parse_ids, parse_shard, run_sweep, trial_command,
+                                   trial_dir, write_sweep_file)
+from az_jax.apps.sweep.spec import SweepError, build_sweep, load_spec
 
 
 def sweep_command(spec_path: str, *, sweep_dir: str | None = None, parallel: int = 1, devices: str | None = None,

@@ -23,7 +23,7 @@ import warnings
 from typing import Callable, Sequence
 
 from az_jax import config as config_lib
-from az_jax.sweep.spec import Sweep, SweepError, Trial
+from az_jax.apps.sweep.spec import Sweep, SweepError, Trial
 
 PLATFORMS = ("cpu", "gpu", "tpu")
 DONE_FILE = "done.json"      # written in a trial dir when its process exits 0
@@ -113,7 +113,7 @@ def trial_env(platform: str, group: Sequence[int], slot: int, cache_dir: str | N
 
 
 def trial_command(sweep: Sweep, trial: Trial, run_dir: str, platform: str, group: Sequence[int]) -> list[str]:
-    cmd = [sys.executable, "-m", "az_jax.cli"]
+    cmd = [sys.executable, "-m", "az_jax.apps.cli"]
     if platform == "cpu":
         cmd += ["--devices", str(len(group))]
     cmd += ["train", "--game", sweep.game, "--preset", sweep.preset, "--run-dir", run_dir, "--no-progress"]

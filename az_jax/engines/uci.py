@@ -1,27 +1,9 @@
-"""UCI chess engines (Stockfish, ...) through python-chess, and pgx chess actions <-> UCI moves.
+"""A UCI client for chess engines (Stockfish, ...) through python-chess.
 
-pgx chess convention (read from `pgx/_src/games/chess.py` and `pgx/experimental/chess.py`):
+Moves are `chess.Move`s on a `chess.Board`; pgx chess actions convert to and from them with
+`envs.notation.chess_moves` (`action_to_move`, `move_to_action`, `pgx_state_to_board`).
 
-* A square index is `s = file * 8 + rank` (a1 = 0, a2 = 1, ..., h8 = 63). Note python-chess uses
-  `rank * 8 + file` (a1 = 0, b1 = 1, ...).
-* pgx stores the board from the side to move's point of view: after every move the board is
-  mirrored top-bottom (rank -> 7 - rank; files are NOT mirrored), so when black is to move pgx
-  square `file * 8 + r` is the real square on rank `7 - r`.
-* An action is `from_square * 73 + plane` (64 x 73 = 4,672, AlphaZero style), in the side to
-  move's coordinates:
-  - planes 0..8 are under-promotions: `plane // 3` picks rook / bishop / knight and `plane % 3`
-    picks the direction: straight ahead (`+1`), capture towards file + 1 (`+9`), capture towards
-    file - 1 (`-7`);
-  - planes 9..72 are "queen" moves (56: 8 directions x 7 distances) then knight moves (8);
-    a pawn reaching the last rank with a queen-move plane promotes to a queen;
-  - castling is the king's two-square move (e1g1 = 32 -> 48, e1c1 = 32 -> 16), as in UCI.
-
-Conversions take a `chess.Board` for the side to move and for the piece on the from-square
-(needed to tell a queen promotion from a plain pawn move). `pgx_state_to_board` builds that board
-from a pgx state with pgx's own FEN writer (repetition history is not carried; it does not affect
-move legality).
-
-Engine errors reuse the hierarchy of `envs/gtp.py` (`EngineCrashed`, `EngineTimeout`,
+Engine errors are those of az_jax/engines/errors.py (`EngineCrashed`, `EngineTimeout`,
 `EngineProtocolError`, base `EngineError`).
 """
 from __future__ import annotations
@@ -36,123 +18,13 @@ from typing import Any, Mapping, Sequence
 
 import chess
 import chess.engine
-import numpy as np
 
-from envs.gtp import EngineCrashed, EngineError, EngineProtocolError, EngineTimeout, find_executable
+from az_jax.engines.errors import EngineCrashed, EngineError, EngineProtocolError, EngineTimeout
 
-__all__ = [
-    "NUM_ACTIONS",
-    "UCIEngine",
-    "action_to_move",
-    "action_to_uci",
-    "find_executable",
-    "legal_action_set",
-    "move_to_action",
-    "pgx_state_to_board",
-    "strength_options",
-    "uci_to_action",
-]
+__all__ = ["UCIEngine", "strength_options"]
 
-NUM_ACTIONS = 64 * 73  # 4,672
 DEFAULT_TIMEOUT_S = 30.0  # per command, on top of any time limit of the search itself
 QUIT_GRACE_S = 2.0
-
-# -- static tables, built in plain Python at import (same construction as pgx's FROM_PLANE) ------
-# Directions of planes 9..72: down, up, left, right, down-left, down-right, up-right, up-left
-# (7 distances each) then the 8 knight jumps; (dr, dc) = (rank delta, file delta).
-_ZEROS, _SEQ, _RSEQ = [0] * 7, list(range(1, 8)), list(range(-7, 0))
-_DR = _RSEQ + _SEQ + _ZEROS + _ZEROS + _RSEQ + _SEQ + _SEQ[::-1] + _RSEQ[::-1] + [-1, +1, -2, +2, -1, +1, -2, +2]
-_DC = _ZEROS + _ZEROS + _RSEQ + _SEQ + _RSEQ + _SEQ + _RSEQ + _SEQ + [-2, -2, -1, -1, +2, +2, +1, +1]
-_UNDERPROMOTION_STEP = (+1, +9, -7)  # plane % 3: ahead, towards file + 1, towards file - 1
-_UNDERPROMOTION_PIECE = (chess.ROOK, chess.BISHOP, chess.KNIGHT)  # plane // 3
-
-FROM_PLANE = -np.ones((64, 73), dtype=np.int32)  # [from, plane] -> to (pgx squares), -1 = off board
-TO_PLANE = -np.ones((64, 64), dtype=np.int32)  # [from, to] -> plane 9..72 (no under-promotions)
-for _from in range(64):
-    for _plane in range(73):
-        if _plane < 9:
-            _to = _from + _UNDERPROMOTION_STEP[_plane % 3] if _from % 8 == 6 else -1
-            if 0 <= _to < 64:
-                FROM_PLANE[_from, _plane] = _to
-        else:
-            _r, _c = _from % 8 + _DR[_plane - 9], _from // 8 + _DC[_plane - 9]
-            if 0 <= _r < 8 and 0 <= _c < 8:
-                FROM_PLANE[_from, _plane] = _c * 8 + _r
-                TO_PLANE[_from, _c * 8 + _r] = _plane
-FROM_PLANE.setflags(write=False)
-TO_PLANE.setflags(write=False)
-
-
-def _pgx_to_chess_square(sq: int, turn: chess.Color) -> chess.Square:
-    """pgx square (side-to-move coordinates) -> python-chess square."""
-    file, rank = divmod(int(sq), 8)
-    return chess.square(file, rank if turn == chess.WHITE else 7 - rank)
-
-
-def _chess_to_pgx_square(sq: chess.Square, turn: chess.Color) -> int:
-    """python-chess square -> pgx square in the side to move's coordinates."""
-    file, rank = chess.square_file(sq), chess.square_rank(sq)
-    return file * 8 + (rank if turn == chess.WHITE else 7 - rank)
-
-
-def action_to_move(action: int, board: chess.Board) -> chess.Move:
-    """pgx chess action in [0, 4672) -> `chess.Move` for `board`'s side to move.
-
-    Raises ValueError if the action points off the board. The move is not checked for legality.
-    """
-    action = int(action)
-    if not 0 <= action < NUM_ACTIONS:
-        raise ValueError(f"chess action {action} not in [0, {NUM_ACTIONS})")
-    from_, plane = divmod(action, 73)
-    to = int(FROM_PLANE[from_, plane])
-    if to < 0:
-        raise ValueError(f"chess action {action} (from {from_}, plane {plane}) leaves the board")
-    from_sq = _pgx_to_chess_square(from_, board.turn)
-    to_sq = _pgx_to_chess_square(to, board.turn)
-    promotion = None
-    if plane < 9:
-        promotion = _UNDERPROMOTION_PIECE[plane // 3]
-    elif board.piece_type_at(from_sq) == chess.PAWN and to % 8 == 7:
-        promotion = chess.QUEEN  # a pawn reaching the last rank on a queen-move plane
-    return chess.Move(from_sq, to_sq, promotion=promotion)
-
-
-def move_to_action(move: chess.Move, board: chess.Board) -> int:
-    """`chess.Move` (standard, non-960 castling e1g1 / e1c1) for `board`'s side to move -> pgx action."""
-    from_ = _chess_to_pgx_square(move.from_square, board.turn)
-    to = _chess_to_pgx_square(move.to_square, board.turn)
-    if move.promotion in _UNDERPROMOTION_PIECE:
-        step = to - from_
-        if from_ % 8 != 6 or step not in _UNDERPROMOTION_STEP:
-            raise ValueError(f"{move.uci()} is not a pawn promotion move")
-        plane = _UNDERPROMOTION_PIECE.index(move.promotion) * 3 + _UNDERPROMOTION_STEP.index(step)
-    else:
-        plane = int(TO_PLANE[from_, to])
-        if plane < 0:
-            raise ValueError(f"{move.uci()} is not expressible as a pgx chess action")
-    return from_ * 73 + plane
-
-
-def action_to_uci(action: int, board: chess.Board) -> str:
-    """pgx chess action -> UCI string ('e2e4', 'e7e8q')."""
-    return action_to_move(action, board).uci()
-
-
-def uci_to_action(uci: str, board: chess.Board) -> int:
-    """UCI string -> pgx chess action for `board`'s side to move."""
-    return move_to_action(chess.Move.from_uci(uci), board)
-
-
-def legal_action_set(board: chess.Board) -> frozenset[int]:
-    """The pgx actions of all of python-chess's legal moves in `board`."""
-    return frozenset(move_to_action(m, board) for m in board.legal_moves)
-
-
-def pgx_state_to_board(state: Any) -> chess.Board:
-    """pgx chess `State` (unbatched) -> `chess.Board`, via pgx's own FEN writer."""
-    from pgx.experimental.chess import to_fen  # local: imports jax, only needed here
-
-    return chess.Board(to_fen(state))
 
 
 def strength_options(*, skill_level: int | None = None, elo: int | None = None) -> dict[str, Any]:

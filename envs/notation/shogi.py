@@ -1,12 +1,13 @@
-"""Text boards and move notation of the shogi family (shogi in USI, animal_shogi in our own notation).
-
-Split out of envs/notation.py, which documents both notations and dispatches to these functions.
-"""
+"""Notation of the shogi family: shogi in USI, animal_shogi in our own notation (envs/notation/__init__.py documents
+both and the pgx layouts they are read from)."""
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
+
+from envs.notation.base import Notation
 
 # ---------------------------------------------------------------------------------------------------------------------
 # shogi: square = x * 9 + y in the mover's view (x = file - 1, y = rank a..i), whole board rotated 180 degrees for
@@ -146,3 +147,34 @@ def _animal_format(s, a: int) -> str:
     if not (0 <= x + dx < 3 and 0 <= y + dy < 4):
         raise ValueError(f"animal_shogi action {a} moves off the board")
     return _animal_square(sq, color) + _animal_square((x + dx) * 4 + y + dy, color)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the notations
+
+
+def _drop_or_move(t: str) -> str:
+    """Piece letter of a drop upper-case, squares lower-case ("p*5E" -> "P*5e")."""
+    return t[0].upper() + t[1:].lower() if "*" in t else t.lower()
+
+
+def _shogi_cell(s, square: str) -> str:
+    p = int(_shogi_absolute(s)[0][(int(square[0]) - 1) * 9 + "abcdefghi".index(square[1])])
+    return "." if p < 0 else _SHOGI_PIECES[p] if p < 14 else _SHOGI_PIECES[p - 14].lower()
+
+
+def _animal_cell(s, square: str) -> str:
+    p = int(_animal_absolute(s)[0][(2 - "abc".index(square[0])) * 4 + 4 - int(square[1])])
+    return "." if p < 0 else _ANIMAL_PIECES[p] if p < 5 else _ANIMAL_PIECES[p - 5].lower()
+
+
+SHOGI = Notation(
+    _shogi_render, _shogi_format, _shogi_color, ("Black (sente)", "White (gote)"),
+    re.compile(r"[1-9][a-i][1-9][a-i]\+?|[plnsgbr]\*[1-9][a-i]", re.I), _drop_or_move,
+    "USI: from and to squares like 7g7f (files 1-9 from the right, ranks a-i from the top), promotion 8h2b+, "
+    "drop P*5e", cell=_shogi_cell)
+ANIMAL_SHOGI = Notation(
+    _animal_render, _animal_format, _animal_color, ("first (uppercase)", "second (lowercase)"),
+    re.compile(r"[a-c][1-4][a-c][1-4]|[ceg]\*[a-c][1-4]", re.I), _drop_or_move,
+    "from and to squares like b2b3 (files a-c from the left, ranks 1-4 from the first player's side), "
+    "drop C*a3 (C chick, E elephant, G giraffe)", cell=_animal_cell)

@@ -1,0 +1,38 @@
+"""Host file helpers: JSON Lines logs (one JSON object per line, appended, never rewritten) and CSV tables (written
+whole to a temporary file beside the target, then renamed over it, so a crash never leaves half a file)."""
+import csv
+import json
+import os
+
+
+def read_jsonl(path: str) -> list[dict]:
+    """Every record of the JSON Lines file `path`, in order (blank lines skipped); [] if the file does not exist."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def append_jsonl(path: str, record: dict) -> None:
+    """Appends `record` as one line to `path` (created with its parent directories if missing)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    line = json.dumps(record) + "\n"       # serialised first: a record that cannot be written leaves the file as it was
+    with open(path, "a") as f:
+        f.write(line)
+
+
+def write_csv(path: str, rows: list[dict], columns: list[str] | None = None) -> None:
+    """Writes `rows` to the CSV file `path` with a header: `columns` (default: the first row's keys) in that order, a
+    missing value written as an empty cell. The file is replaced only once every row is written."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"      # beside the target (same file system, so os.replace is atomic)
+    try:
+        with open(tmp, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]) if columns is None else columns, restval="")
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
