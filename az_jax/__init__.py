@@ -8,11 +8,18 @@ Public API:
 The names are imported lazily: importing pgx starts JAX's backend, and the CLI must first choose the number of host
 CPU devices (az_jax/apps/cli/).
 """
+
 import importlib
 
-_EXPORTS = {"Agent": "az_jax.agent", "load_agent": "az_jax.agent", "Config": "az_jax.config",
-            "ConfigError": "az_jax.config", "override": "az_jax.config", "preset": "az_jax.config",
-            "train_and_evaluate": "az_jax.loop"}
+_EXPORTS = {
+    "Agent": "az_jax.agent",
+    "load_agent": "az_jax.agent",
+    "Config": "az_jax.config",
+    "ConfigError": "az_jax.config",
+    "override": "az_jax.config",
+    "preset": "az_jax.config",
+    "train_and_evaluate": "az_jax.loop",
+}
 __all__ = list(_EXPORTS)
 
 

@@ -3,6 +3,7 @@
 Evaluation play is greedy by root visit count with no root noise (AlphaZero, Silver et al., Science 2018, Methods);
 batch norm uses its running averages.
 """
+
 import dataclasses
 import functools
 import os
@@ -21,8 +22,8 @@ from az_jax.iteration import Setup, greedy_player, init_variables, make_setup
 @dataclasses.dataclass(frozen=True, eq=False)
 class Agent:
     config: config_lib.Config
-    variables: dict          # {'params', 'batch_stats'}
-    step: int = 0            # the iteration the weights come from
+    variables: dict  # {'params', 'batch_stats'}
+    step: int = 0  # the iteration the weights come from
 
     @functools.cached_property
     def setup(self) -> Setup:
@@ -37,6 +38,7 @@ class Agent:
         def fn(variables, states):
             logits, value = self.setup.apply_fn(variables, states.observation)
             return jax.nn.softmax(search_lib.mask_logits(logits, states.legal_action_mask)), value
+
         return jax.jit(fn)
 
     def policy_value(self, states: pgx.State) -> tuple[jax.Array, jax.Array]:
@@ -45,17 +47,19 @@ class Agent:
         return self._policy_value(self.variables, states)
 
     def _greedy_search(self, variables, states, key, num_simulations: int):
-        return search_lib.greedy_search(self.setup.apply_fn, self.env, variables, key, states,
-                                        self.setup.play_search(num_simulations))
+        return search_lib.greedy_search(
+            self.setup.apply_fn, self.env, variables, key, states, self.setup.play_search(num_simulations)
+        )
 
     @functools.cached_property
     def _search(self):
         return jax.jit(self._greedy_search, static_argnums=3)
 
-    def search(self, states: pgx.State, key: jax.Array, num_simulations: int | None = None
-               ) -> tuple[jax.Array, mctx.PolicyOutput]:
+    def search(
+        self, states: pgx.State, key: jax.Array, num_simulations: int | None = None
+    ) -> tuple[jax.Array, mctx.PolicyOutput]:
         """(greedy actions [B], mctx.PolicyOutput) for a batch of states [B, ...]; the key is consumed."""
-        chex.assert_rank(states.legal_action_mask, 2)   # a batch: add a leading axis to one state
+        chex.assert_rank(states.legal_action_mask, 2)  # a batch: add a leading axis to one state
         return self._search(self.variables, states, key, num_simulations or self.default_simulations)
 
     def act(self, states: pgx.State, key: jax.Array, num_simulations: int | None = None) -> jax.Array:

@@ -5,6 +5,7 @@ NOT IN THE PAPERS).
 A Config is frozen: variants are derived with `override(config, ["key=value", ...])` or `dataclasses.replace`, never
 edited. Unknown keys and invalid values raise ConfigError naming the key and what is allowed.
 """
+
 import dataclasses
 import json
 import typing
@@ -20,60 +21,60 @@ class ConfigError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Config:
     # --- what and where ---------------------------------------------------------------------------------------------
-    game: str = "connect_four"             # a name from envs.GAMES
-    seed: int = 0                          # the one seed of the run; every key in the run derives from it
-    num_iterations: int = 100              # iterations (S self-play plies + G gradient steps each) to train for
+    game: str = "connect_four"  # a name from envs.GAMES
+    seed: int = 0  # the one seed of the run; every key in the run derives from it
+    num_iterations: int = 100  # iterations (S self-play plies + G gradient steps each) to train for
     # --- network (AlphaGo Zero, Methods, "Neural network architecture"; AlphaZero, Methods) --------------------------
-    num_blocks: int = 19                   # residual blocks after the stem (paper: 19)
-    num_channels: int = 256                # filters per 3×3 conv (paper: 256)
-    value_hidden: int = 256                # units of the value head's hidden layer (paper: 256)
+    num_blocks: int = 19  # residual blocks after the stem (paper: 19)
+    num_channels: int = 256  # filters per 3×3 conv (paper: 256)
+    value_hidden: int = 256  # units of the value head's hidden layer (paper: 256)
     compute_dtype: Literal["float32", "bfloat16"] = "float32"  # activations/matmuls; params stay float32
     # --- search (mctx) -----------------------------------------------------------------------------------------------
     search: Literal["puct", "gumbel"] = "puct"  # AlphaZero PUCT (mctx.muzero_policy) or Gumbel MuZero
-    num_simulations: int = 800             # simulations per move in self-play (paper: 800)
-    c_init: float = 1.25                   # C(s) = log((1 + N + c_base) / c_base) + c_init  (AlphaZero pseudocode)
+    num_simulations: int = 800  # simulations per move in self-play (paper: 800)
+    c_init: float = 1.25  # C(s) = log((1 + N + c_base) / c_base) + c_init  (AlphaZero pseudocode)
     c_base: float = 19652.0
-    dirichlet_alpha: float = 0.0           # root noise concentration; 0 means the game's value from envs/
-    dirichlet_fraction: float = 0.25       # ε: P = (1 − ε) p + ε η at the root, self-play only (AGZ "Self-play")
-    temperature_moves: int = -1            # plies sampled ∝ visit counts, then greedy; -1 means the game's value
-    max_num_considered_actions: int = 16   # Gumbel search only: actions kept by sequential halving
+    dirichlet_alpha: float = 0.0  # root noise concentration; 0 means the game's value from envs/
+    dirichlet_fraction: float = 0.25  # ε: P = (1 − ε) p + ε η at the root, self-play only (AGZ "Self-play")
+    temperature_moves: int = -1  # plies sampled ∝ visit counts, then greedy; -1 means the game's value
+    max_num_considered_actions: int = 16  # Gumbel search only: actions kept by sequential halving
     eval_search: Literal["", "puct", "gumbel"] = ""  # the search of greedy play (evaluation, gating, `az-jax play`,
-                                           # Agent.act); "" means `search`. "gumbel" plays the action sequential
-                                           # halving ends on, chosen by the network's logits plus its search's
-                                           # values (Gumbel MuZero §3-4, no Gumbel noise), where PUCT plays the most
-                                           # visited: at a few dozen simulations a win the search has found can
-                                           # still have fewer visits than the prior's favourite
-    search_symmetries: bool = False        # AlphaGo Zero: each network evaluation in the search (root and leaves) sees
-                                           # its position under a random symmetry of the game (envs/symmetries.py)
+    # Agent.act); "" means `search`. "gumbel" plays the action sequential
+    # halving ends on, chosen by the network's logits plus its search's
+    # values (Gumbel MuZero §3-4, no Gumbel noise), where PUCT plays the most
+    # visited: at a few dozen simulations a win the search has found can
+    # still have fewer visits than the prior's favourite
+    search_symmetries: bool = False  # AlphaGo Zero: each network evaluation in the search (root and leaves) sees
+    # its position under a random symmetry of the game (envs/symmetries.py)
     # --- self-play ---------------------------------------------------------------------------------------------------
-    selfplay_batch_size: int = 1024        # B: games played in parallel (global, split over devices)
-    selfplay_steps: int = 32               # S: plies each game advances per iteration
+    selfplay_batch_size: int = 1024  # B: games played in parallel (global, split over devices)
+    selfplay_steps: int = 32  # S: plies each game advances per iteration
     # --- replay ------------------------------------------------------------------------------------------------------
-    replay_capacity: int = 1_000_000       # positions kept (global, split over devices); oldest overwritten first
-    min_replay_size: int = 4096            # completed positions in the buffer before learning starts
-    value_target_mix: float = 0.0          # λ: the value head learns (1 − λ)·z + λ·v_search, the game's outcome mixed
-                                           # with the root's search value when the position was played. 0 is the
-                                           # papers' z. NOT IN THE PAPERS (z alone, AZ Methods); the mix of z and the
-                                           # search's value is the "averaged target" of A. Prasad, Lessons from
-                                           # AlphaZero part 4 (2018), on connect four
-    augment_symmetries: bool = False       # AlphaGo Zero: each sampled training position gets a random symmetry of
-                                           # the game (observation, policy target, legal mask; z unchanged)
+    replay_capacity: int = 1_000_000  # positions kept (global, split over devices); oldest overwritten first
+    min_replay_size: int = 4096  # completed positions in the buffer before learning starts
+    value_target_mix: float = 0.0  # λ: the value head learns (1 − λ)·z + λ·v_search, the game's outcome mixed
+    # with the root's search value when the position was played. 0 is the
+    # papers' z. NOT IN THE PAPERS (z alone, AZ Methods); the mix of z and the
+    # search's value is the "averaged target" of A. Prasad, Lessons from
+    # AlphaZero part 4 (2018), on connect four
+    augment_symmetries: bool = False  # AlphaGo Zero: each sampled training position gets a random symmetry of
+    # the game (observation, policy target, legal mask; z unchanged)
     # --- learning (AlphaGo Zero, Methods, "Optimisation"; AlphaZero, Methods) ----------------------------------------
-    batch_size: int = 4096                 # global minibatch (paper: 4096)
-    train_ratio: float = 1.0               # positions trained on per position generated (sets G, logged)
+    batch_size: int = 4096  # global minibatch (paper: 4096)
+    train_ratio: float = 1.0  # positions trained on per position generated (sets G, logged)
     learning_rates: tuple[float, ...] = (0.2, 0.02, 0.002, 0.0002)  # stepped schedule values …
-    lr_boundaries: tuple[int, ...] = (100_000, 300_000, 500_000)    # … changing after these gradient steps
+    lr_boundaries: tuple[int, ...] = (100_000, 300_000, 500_000)  # … changing after these gradient steps
     momentum: float = 0.9
-    weight_decay: float = 1e-4             # c in l = (z − v)² − πᵀ log p + c‖θ‖²
+    weight_decay: float = 1e-4  # c in l = (z − v)² − πᵀ log p + c‖θ‖²
     # --- host loop ---------------------------------------------------------------------------------------------------
-    checkpoint_every: int = 10             # iterations between checkpoints
-    keep_checkpoints: int = 3              # the last K checkpoints are kept (0: all, for an Elo ladder over the run)
-    eval_every: int = 10                   # iterations between evaluations against uniform random (0: never)
-    eval_games: int = 200                  # games per evaluation, colours alternating
-    eval_simulations: int = 0              # simulations per move when evaluating; 0 means num_simulations
+    checkpoint_every: int = 10  # iterations between checkpoints
+    keep_checkpoints: int = 3  # the last K checkpoints are kept (0: all, for an Elo ladder over the run)
+    eval_every: int = 10  # iterations between evaluations against uniform random (0: never)
+    eval_games: int = 200  # games per evaluation, colours alternating
+    eval_simulations: int = 0  # simulations per move when evaluating; 0 means num_simulations
     eval_opponents: tuple[str, ...] = ("random",)  # fixed baselines of those evaluations: JAX player specs of
-                                           # az_jax/evaluation/players.py (random, mcts:sims=N, run:DIR@STEP),
-                                           # ';'-separated on the command line; logged as eval/vs_<name>_score
+    # az_jax/evaluation/players.py (random, mcts:sims=N, run:DIR@STEP),
+    # ';'-separated on the command line; logged as eval/vs_<name>_score
     # --- AlphaGo Zero vs AlphaZero (AlphaGo Zero Methods; AlphaZero's list of what it changed) -----------------------
     # `variant` names the algorithm; given to override() (or `--set`, or a preset) it sets gating, resign,
     # augment_symmetries and search_symmetries to its values (VARIANTS), and any of those four given in the same
@@ -81,30 +82,41 @@ class Config:
     # switch: both variants play τ = 1 for `temperature_moves` plies then τ → 0 (AGZ "Self-play": 30; the AZ papers give no
     # cut-off and keep AGZ's, so the game's value from envs/ serves both).
     variant: Literal["alphazero", "alphago_zero"] = "alphazero"
-    gating: bool = False                   # AGZ "Evaluator": self-play uses the best player so far; every gating interval the
-                                           # latest weights play it and replace it only when they score > threshold
-    gating_every: int = 0                  # iterations between gating matches; 0 means checkpoint_every (AGZ: each
-                                           # checkpoint, i.e. every 1,000 training steps, is evaluated)
-    gating_games: int = 400                # games per gating match, random openings paired, colours swapped (AGZ: 400)
-    gating_simulations: int = 0            # simulations per move in gating games, greedy by visits, no noise; 0 means
-                                           # num_simulations (AGZ: 1,600, its self-play budget)
-    gating_threshold: float = 0.55         # the candidate replaces the best when its score (wins + draws/2) / games is
-                                           # above this (AGZ: "wins by a margin of > 55%"; Go has no draws)
-    resign: bool = False                   # AGZ "Self-play": resign when root and best-child values < v_resign
-                                           # (az_jax/resign.py); v_resign calibrated on played-out games
-    v_resign_init: float = -0.8            # v_resign before the first calibration. NOT IN THE PAPERS; -0.8 is AlphaGo's
-                                           # resignation value (max Q < -0.8, i.e. < 10% win probability, AlphaGo 2016, Methods)
+    gating: bool = False  # AGZ "Evaluator": self-play uses the best player so far; every gating interval the
+    # latest weights play it and replace it only when they score > threshold
+    gating_every: int = 0  # iterations between gating matches; 0 means checkpoint_every (AGZ: each
+    # checkpoint, i.e. every 1,000 training steps, is evaluated)
+    gating_games: int = 400  # games per gating match, random openings paired, colours swapped (AGZ: 400)
+    gating_simulations: int = 0  # simulations per move in gating games, greedy by visits, no noise; 0 means
+    # num_simulations (AGZ: 1,600, its self-play budget)
+    gating_threshold: float = 0.55  # the candidate replaces the best when its score (wins + draws/2) / games is
+    # above this (AGZ: "wins by a margin of > 55%"; Go has no draws)
+    resign: bool = False  # AGZ "Self-play": resign when root and best-child values < v_resign
+    # (az_jax/resign.py); v_resign calibrated on played-out games
+    v_resign_init: float = -0.8  # v_resign before the first calibration. NOT IN THE PAPERS; -0.8 is AlphaGo's
+    # resignation value (max Q < -0.8, i.e. < 10% win probability, AlphaGo 2016, Methods)
     resign_disabled_fraction: float = 0.1  # games played out with resignation off to measure false positives (AGZ: 10%)
     resign_target_false_positive: float = 0.05  # v_resign is set to keep the false-positive rate at most this (AGZ: 5%)
-    resign_calibration_games: int = 200    # played-out games between re-settings of v_resign. NOT IN THE PAPERS
+    resign_calibration_games: int = 200  # played-out games between re-settings of v_resign. NOT IN THE PAPERS
 
     # ---------------------------------------------------------------------------------------------------------------
     def validate(self, num_devices: int = 1) -> "Config":
         """Raises ConfigError on the first invalid value; returns self so calls chain."""
         get_game_or_error(self.game)
-        positive = ["num_iterations", "num_blocks", "num_channels", "value_hidden", "num_simulations",
-                    "selfplay_batch_size", "selfplay_steps", "replay_capacity", "batch_size", "checkpoint_every",
-                    "eval_games", "max_num_considered_actions"]
+        positive = [
+            "num_iterations",
+            "num_blocks",
+            "num_channels",
+            "value_hidden",
+            "num_simulations",
+            "selfplay_batch_size",
+            "selfplay_steps",
+            "replay_capacity",
+            "batch_size",
+            "checkpoint_every",
+            "eval_games",
+            "max_num_considered_actions",
+        ]
         for key in positive:
             if getattr(self, key) <= 0:
                 raise ConfigError(f"{key} must be a positive integer, got {getattr(self, key)}")
@@ -116,64 +128,86 @@ class Config:
         if not 0.0 <= self.dirichlet_fraction <= 1.0:
             raise ConfigError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
         if self.temperature_moves < -1:
-            raise ConfigError(f"temperature_moves must be >= 0 (or -1 for the game's value), got {self.temperature_moves}")
+            raise ConfigError(
+                f"temperature_moves must be >= 0 (or -1 for the game's value), got {self.temperature_moves}"
+            )
         if self.train_ratio <= 0:
             raise ConfigError(f"train_ratio must be > 0, got {self.train_ratio}")
         if self.c_base <= 0 or self.c_init < 0:
             raise ConfigError(f"c_base must be > 0 and c_init >= 0, got c_base={self.c_base}, c_init={self.c_init}")
         if len(self.learning_rates) != len(self.lr_boundaries) + 1:
-            raise ConfigError(f"learning_rates needs one value more than lr_boundaries, got {len(self.learning_rates)} "
-                              f"and {len(self.lr_boundaries)}")
+            raise ConfigError(
+                f"learning_rates needs one value more than lr_boundaries, got {len(self.learning_rates)} "
+                f"and {len(self.lr_boundaries)}"
+            )
         if any(lr <= 0 for lr in self.learning_rates):
             raise ConfigError(f"learning_rates must be positive, got {self.learning_rates}")
         if list(self.lr_boundaries) != sorted(set(self.lr_boundaries)) or any(b <= 0 for b in self.lr_boundaries):
             raise ConfigError(f"lr_boundaries must be strictly increasing positive steps, got {self.lr_boundaries}")
         if not 0.0 <= self.momentum < 1.0 or self.weight_decay < 0:
-            raise ConfigError(f"momentum must be in [0, 1) and weight_decay >= 0")
+            raise ConfigError("momentum must be in [0, 1) and weight_decay >= 0")
         for key in ["selfplay_batch_size", "batch_size", "replay_capacity", "eval_games"]:
             if getattr(self, key) % num_devices:
                 raise ConfigError(f"{key}={getattr(self, key)} is not divisible by the {num_devices} devices")
         for key in ["augment_symmetries", "search_symmetries"]:
             if getattr(self, key) and not get_game(self.game).symmetries:
-                raise ConfigError(f"{key} needs a game with board symmetries; {self.game} declares none "
-                                  f"(games with some: {', '.join(g for g, s in GAMES.items() if s.symmetries)})")
+                raise ConfigError(
+                    f"{key} needs a game with board symmetries; {self.game} declares none "
+                    f"(games with some: {', '.join(g for g, s in GAMES.items() if s.symmetries)})"
+                )
         self._validate_variant(num_devices)
         for spec in self.eval_opponents:
             if spec.split(":")[0] not in ("random", "mcts", "run"):
-                raise ConfigError(f"eval_opponents: {spec!r} is not a player that runs inside training; use random, "
-                                  f"mcts:sims=N or run:DIR@STEP (engines: `az-jax eval`)")
+                raise ConfigError(
+                    f"eval_opponents: {spec!r} is not a player that runs inside training; use random, "
+                    f"mcts:sims=N or run:DIR@STEP (engines: `az-jax eval`)"
+                )
         if self.min_replay_size > self.replay_capacity:
-            raise ConfigError(f"min_replay_size ({self.min_replay_size}) must not exceed replay_capacity "
-                              f"({self.replay_capacity}): learning would never start")
+            raise ConfigError(
+                f"min_replay_size ({self.min_replay_size}) must not exceed replay_capacity "
+                f"({self.replay_capacity}): learning would never start"
+            )
         if self.replay_capacity < self.batch_size:
-            raise ConfigError(f"replay_capacity ({self.replay_capacity}) must be at least batch_size ({self.batch_size})")
+            raise ConfigError(
+                f"replay_capacity ({self.replay_capacity}) must be at least batch_size ({self.batch_size})"
+            )
         if self.replay_capacity < self.selfplay_batch_size * self.selfplay_steps:
-            raise ConfigError(f"replay_capacity ({self.replay_capacity}) must hold one iteration of self-play "
-                              f"(selfplay_batch_size × selfplay_steps = {self.selfplay_batch_size * self.selfplay_steps})")
+            raise ConfigError(
+                f"replay_capacity ({self.replay_capacity}) must hold one iteration of self-play "
+                f"(selfplay_batch_size × selfplay_steps = {self.selfplay_batch_size * self.selfplay_steps})"
+            )
         return self
 
     def _validate_variant(self, num_devices: int) -> None:
         """The AlphaGo Zero switches' parameters: their ranges always, the split of gating games over the devices
         only with gating on."""
         if self.gating_every < 0 or self.gating_simulations < 0:
-            raise ConfigError(f"gating_every and gating_simulations must be >= 0 (0: checkpoint_every / "
-                              f"num_simulations), got {self.gating_every} and {self.gating_simulations}")
+            raise ConfigError(
+                f"gating_every and gating_simulations must be >= 0 (0: checkpoint_every / "
+                f"num_simulations), got {self.gating_every} and {self.gating_simulations}"
+            )
         if self.gating_games <= 0 or (self.gating and self.gating_games % (2 * num_devices)):
-            raise ConfigError(f"gating_games={self.gating_games} must be a positive multiple of 2 × the {num_devices} "
-                              f"devices (each device plays whole pairs of games with colours swapped)")
+            raise ConfigError(
+                f"gating_games={self.gating_games} must be a positive multiple of 2 × the {num_devices} "
+                f"devices (each device plays whole pairs of games with colours swapped)"
+            )
         if not 0.5 <= self.gating_threshold < 1.0:
             raise ConfigError(f"gating_threshold must be in [0.5, 1), got {self.gating_threshold}")
         if not 0.0 < self.resign_disabled_fraction < 1.0:
-            raise ConfigError(f"resign_disabled_fraction must be in (0, 1): the played-out games calibrate v_resign, "
-                              f"got {self.resign_disabled_fraction}")
+            raise ConfigError(
+                f"resign_disabled_fraction must be in (0, 1): the played-out games calibrate v_resign, "
+                f"got {self.resign_disabled_fraction}"
+            )
         if not 0.0 < self.resign_target_false_positive < 1.0:
-            raise ConfigError(f"resign_target_false_positive must be in (0, 1), got "
-                              f"{self.resign_target_false_positive}")
+            raise ConfigError(
+                f"resign_target_false_positive must be in (0, 1), got {self.resign_target_false_positive}"
+            )
         if not -1.0 <= self.v_resign_init <= 1.0:
             raise ConfigError(f"v_resign_init must be in [-1, 1] (values are), got {self.v_resign_init}")
         if self.resign_calibration_games <= 0:
-            raise ConfigError(f"resign_calibration_games must be a positive integer, got "
-                              f"{self.resign_calibration_games}")
+            raise ConfigError(
+                f"resign_calibration_games must be a positive integer, got {self.resign_calibration_games}"
+            )
 
     # --- values derived from the config and the game -------------------------------------------------------------
     @property
@@ -226,7 +260,7 @@ VARIANT_SWITCHES = ("gating", "resign", "augment_symmetries", "search_symmetries
 
 def variant_switches(variant: str, game: str) -> dict[str, bool]:
     """The switch values `variant` stands for on `game`."""
-    if variant == "alphazero":      # one network, always the latest weights, no augmentation, no resignation
+    if variant == "alphazero":  # one network, always the latest weights, no augmentation, no resignation
         return dict.fromkeys(VARIANT_SWITCHES, False)
     if variant == "alphago_zero":
         symmetric = bool(get_game_or_error(game).symmetries)
@@ -238,8 +272,18 @@ FIELDS = {f.name: f for f in dataclasses.fields(Config)}
 _HINTS = typing.get_type_hints(Config)
 
 # Keys that may change when a run is resumed; everything else is fixed by the checkpointed state's shapes or meaning.
-RESUMABLE_KEYS = frozenset({"num_iterations", "checkpoint_every", "keep_checkpoints", "eval_every", "eval_games",
-                            "eval_simulations", "eval_opponents", "eval_search"})
+RESUMABLE_KEYS = frozenset(
+    {
+        "num_iterations",
+        "checkpoint_every",
+        "keep_checkpoints",
+        "eval_every",
+        "eval_games",
+        "eval_simulations",
+        "eval_opponents",
+        "eval_search",
+    }
+)
 
 
 def _coerce(key: str, raw: Any) -> Any:
@@ -255,8 +299,11 @@ def _coerce(key: str, raw: Any) -> Any:
         if origin is tuple:
             elem = typing.get_args(hint)[0]
             separator = ";" if elem is str else ","  # player specs contain commas (mcts:sims=200,c=1)
-            items = raw if isinstance(raw, (list, tuple)) else [
-                x.strip() for x in str(raw).strip("()[] ").split(separator) if x.strip()]
+            items = (
+                raw
+                if isinstance(raw, (list, tuple))
+                else [x.strip() for x in str(raw).strip("()[] ").split(separator) if x.strip()]
+            )
             return tuple(elem(float(x)) if elem is int and float(x).is_integer() else elem(x) for x in items)
         if hint is bool:
             if isinstance(raw, bool):
@@ -324,31 +371,69 @@ def _paper(game: str) -> Config:
     bounds = (300_000, 500_000) if game.startswith("go_") else (100_000, 300_000, 500_000)
     # Paper: 700k steps of batch 4096 with 5,000 TPUs of self-play. The replay window is in games in the papers
     # (AGZ: 500k games, AZ pseudocode: 1M games); on one device we keep 1M positions.
-    return Config(game=game, num_iterations=700_000 // 32, num_blocks=19, num_channels=256, num_simulations=800,
-                  selfplay_batch_size=1024, selfplay_steps=32, replay_capacity=1_000_000, min_replay_size=65_536,
-                  batch_size=4096, learning_rates=lrs, lr_boundaries=bounds)
+    return Config(
+        game=game,
+        num_iterations=700_000 // 32,
+        num_blocks=19,
+        num_channels=256,
+        num_simulations=800,
+        selfplay_batch_size=1024,
+        selfplay_steps=32,
+        replay_capacity=1_000_000,
+        min_replay_size=65_536,
+        batch_size=4096,
+        learning_rates=lrs,
+        lr_boundaries=bounds,
+    )
 
 
 def _small(game: str) -> Config:
     """A laptop-CPU / single-GPU scale: minutes for the small games on 2 cores. Not in the papers."""
-    base = dict(game=game, num_blocks=2, num_channels=32, value_hidden=64, num_simulations=32,
-                selfplay_batch_size=128, selfplay_steps=16, replay_capacity=65_536, min_replay_size=1024,
-                # The paper's 0.2 is for minibatches of 4096; scaled linearly to 256 it is 0.0125. Measured on
-                # connect_four (fixed buffer, 64 steps): value loss 0.17 at 0.02, stuck at 1.0 at 0.1 and 0.5.
-                batch_size=256, train_ratio=2.0, learning_rates=(0.02, 0.002), lr_boundaries=(5000,),
-                checkpoint_every=5, eval_every=5, eval_games=200, eval_simulations=32, num_iterations=60,
-                # every checkpoint is kept (~2 MB each at this scale) so `az-jax ladder` can rate the whole run
-                keep_checkpoints=0)
+    base = dict(
+        game=game,
+        num_blocks=2,
+        num_channels=32,
+        value_hidden=64,
+        num_simulations=32,
+        selfplay_batch_size=128,
+        selfplay_steps=16,
+        replay_capacity=65_536,
+        min_replay_size=1024,
+        # The paper's 0.2 is for minibatches of 4096; scaled linearly to 256 it is 0.0125. Measured on
+        # connect_four (fixed buffer, 64 steps): value loss 0.17 at 0.02, stuck at 1.0 at 0.1 and 0.5.
+        batch_size=256,
+        train_ratio=2.0,
+        learning_rates=(0.02, 0.002),
+        lr_boundaries=(5000,),
+        checkpoint_every=5,
+        eval_every=5,
+        eval_games=200,
+        eval_simulations=32,
+        num_iterations=60,
+        # every checkpoint is kept (~2 MB each at this scale) so `az-jax ladder` can rate the whole run
+        keep_checkpoints=0,
+    )
     per_game = {
         # Checked move by move against minimax in all 4,520 reachable positions (experiments/TIC_TAC_TOE.md): τ = 1
         # for the whole game, Dirichlet ε = 0.5 and a value target mixed 0.75 with the root's search value took the
         # raw policy from 116-286 wrong moves to 9-36 and 32-simulation search from 18-33 to 0-2 (PUCT) and 0
         # (Gumbel's greedy move, which is chosen by value: `eval_search`). 4 positions trained per generated.
-        "tic_tac_toe": dict(num_simulations=32, selfplay_batch_size=128, selfplay_steps=9, num_iterations=100,
-                            train_ratio=4.0, learning_rates=(0.1, 0.01), lr_boundaries=(1200,), temperature_moves=9,
-                            dirichlet_fraction=0.5, value_target_mix=0.75, eval_search="gumbel"),
-        "connect_four": dict(num_blocks=3, num_channels=32, num_iterations=50, eval_every=10,
-                             eval_opponents=("random", "mcts:sims=100")),
+        "tic_tac_toe": dict(
+            num_simulations=32,
+            selfplay_batch_size=128,
+            selfplay_steps=9,
+            num_iterations=100,
+            train_ratio=4.0,
+            learning_rates=(0.1, 0.01),
+            lr_boundaries=(1200,),
+            temperature_moves=9,
+            dirichlet_fraction=0.5,
+            value_target_mix=0.75,
+            eval_search="gumbel",
+        ),
+        "connect_four": dict(
+            num_blocks=3, num_channels=32, num_iterations=50, eval_every=10, eval_opponents=("random", "mcts:sims=100")
+        ),
         "go_9x9": dict(num_blocks=4, num_channels=32, selfplay_steps=16, num_iterations=100),
     }
     return dataclasses.replace(Config(), **{**base, **per_game.get(game, {})})
@@ -360,35 +445,51 @@ def _alphago_zero(game: str) -> Config:
     config = dataclasses.replace(
         _paper(game),
         # 20 blocks = the stem's conv block + 19 residual blocks, 256 filters (AGZ "Neural network architecture")
-        num_blocks=19, num_channels=256, value_hidden=256,
+        num_blocks=19,
+        num_channels=256,
+        value_hidden=256,
         # 1,600 simulations per move in self-play and in gating games (AGZ "Self-play", "Evaluator"). AGZ's c_puct is NOT IN THE
         # PAPERS (tuned by Gaussian-process optimisation); we keep AlphaZero's C(s) (c_init, c_base), which is nearly
         # constant over a search of 1,600 simulations.
-        num_simulations=1600, gating_simulations=1600,
+        num_simulations=1600,
+        gating_simulations=1600,
         # Dirichlet ε = 0.25 (AGZ "Self-play"); α: the game's (envs/registry.py; 0.03 for 19×19 Go, as AGZ).
         dirichlet_fraction=0.25,
         # τ = 1 for the first 30 moves, then τ → 0 (AGZ "Self-play")
         temperature_moves=30,
         # 64 workers × 32 = minibatch 2,048; SGD momentum 0.9; c = 1e-4; learning rate 1e-2 → 1e-3 after 400k steps →
         # 1e-4 after 600k steps (AGZ Extended Data Table 3, RL column); the 20-block run took 700k steps (AGZ Methods).
-        batch_size=2048, momentum=0.9, weight_decay=1e-4, learning_rates=(1e-2, 1e-3, 1e-4),
+        batch_size=2048,
+        momentum=0.9,
+        weight_decay=1e-4,
+        learning_rates=(1e-2, 1e-3, 1e-4),
         lr_boundaries=(400_000, 600_000),
         # One iteration = 1,024 games × 32 plies = 32,768 positions, and G = round(1.25 × 32,768 / 2,048) = 20 steps
         # (positions trained per position generated: NOT IN THE PAPERS; AGZ's 700k × 2,048 samples over 4.9M games
         # of some 200 moves is ≈ 1.4 [derived, the mean game length is not stated]). So 700k steps = 35,000
         # iterations, and "a checkpoint every 1,000 training steps" is every 50 iterations (AGZ "Optimisation"), each one gated.
-        selfplay_batch_size=1024, selfplay_steps=32, train_ratio=1.25, num_iterations=35_000, checkpoint_every=50,
+        selfplay_batch_size=1024,
+        selfplay_steps=32,
+        train_ratio=1.25,
+        num_iterations=35_000,
+        checkpoint_every=50,
         # The window is "the most recent 500,000 games" (AGZ "Optimisation") ≈ 10^8 positions at ~200 moves per game (mean length
         # NOT IN THE PAPERS): ~800 GB for 19×19 Go at ~8 KB a position, so on device we keep 1M positions (~8 GB),
         # the last ≈ 5,000 games. A replay window in positions is the choice of this implementation.
-        replay_capacity=1_000_000, min_replay_size=65_536,
+        replay_capacity=1_000_000,
+        min_replay_size=65_536,
         # Gating: 400 games, greedy, > 55% to replace the best player (AGZ "Evaluator"), at every checkpoint.
-        gating_games=400, gating_threshold=0.55, gating_every=0,
+        gating_games=400,
+        gating_threshold=0.55,
+        gating_every=0,
         # Resignation: 10% of games played out, false positives kept below 5% (AGZ "Self-play"). The initial v_resign and how
         # often it is re-set are NOT IN THE PAPERS: -0.8 (AlphaGo's resignation value) and every 500 played-out
         # games (≈ 2 iterations here, at ~200 moves per game).
-        resign_disabled_fraction=0.1, resign_target_false_positive=0.05, v_resign_init=-0.8,
-        resign_calibration_games=500)
+        resign_disabled_fraction=0.1,
+        resign_target_false_positive=0.05,
+        v_resign_init=-0.8,
+        resign_calibration_games=500,
+    )
     return override(config, ["variant=alphago_zero"])
 
 
@@ -396,9 +497,15 @@ def _small_agz(game: str) -> Config:
     """The `small` preset with the AlphaGo Zero switches on, for CPU (connect_four, go_9x9 in minutes). Not in the
     papers: gating matches of 64 games with the self-play budget, every 5 iterations (each checkpoint), v_resign
     re-set every 20 played-out games (about every 2–3 iterations of connect_four at 128 games × 16 plies)."""
-    config = dataclasses.replace(_small(game), gating_games=64, gating_simulations=0, gating_threshold=0.55,
-                                 resign_disabled_fraction=0.1, resign_target_false_positive=0.05,
-                                 resign_calibration_games=20)
+    config = dataclasses.replace(
+        _small(game),
+        gating_games=64,
+        gating_simulations=0,
+        gating_threshold=0.55,
+        resign_disabled_fraction=0.1,
+        resign_target_false_positive=0.05,
+        resign_calibration_games=20,
+    )
     return override(config, ["variant=alphago_zero"])
 
 

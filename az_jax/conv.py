@@ -18,6 +18,7 @@ Only stride-1, undilated, ungrouped NHWC/HWIO convolutions (every convolution of
 other call is passed to `lax.conv_general_dilated` unchanged. After 8 gradient steps of that network the parameters
 were bitwise equal to those of JAX's own gradient; tests/test_conv.py checks values and gradients against it.
 """
+
 import functools
 
 import jax
@@ -46,11 +47,12 @@ def _conv_fwd(x, w, pads, precision):
 def _conv_bwd(pads, precision, residuals, dy):
     x, w = residuals
     kh, kw = w.shape[:2]
-    flipped = jnp.flip(w, (0, 1)).transpose(0, 1, 3, 2)                                  # [kh, kw, D, C]
+    flipped = jnp.flip(w, (0, 1)).transpose(0, 1, 3, 2)  # [kh, kw, D, C]
     back = tuple((k - 1 - lo, k - 1 - hi) for k, (lo, hi) in zip((kh, kw), pads))
     dx = lax.conv_general_dilated(dy, flipped, (1, 1), back, dimension_numbers=_NHWC, precision=precision)
-    dw = lax.conv_general_dilated(x.transpose(3, 1, 2, 0), dy.transpose(1, 2, 0, 3), (1, 1), pads,
-                                  dimension_numbers=_NHWC, precision=precision)          # [C, kh, kw, D]
+    dw = lax.conv_general_dilated(
+        x.transpose(3, 1, 2, 0), dy.transpose(1, 2, 0, 3), (1, 1), pads, dimension_numbers=_NHWC, precision=precision
+    )  # [C, kh, kw, D]
     return dx.astype(x.dtype), dw.transpose(1, 2, 0, 3).astype(w.dtype)
 
 
@@ -60,20 +62,48 @@ _conv.defvjp(_conv_fwd, _conv_bwd)
 def _is_nhwc(dimension_numbers, lhs_shape, rhs_shape) -> bool:
     if dimension_numbers is None:
         return False
-    return (lax.conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
-            == lax.conv_dimension_numbers(lhs_shape, rhs_shape, _NHWC))
+    return lax.conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) == lax.conv_dimension_numbers(
+        lhs_shape, rhs_shape, _NHWC
+    )
 
 
-def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
-                         dimension_numbers=None, feature_group_count=1, batch_group_count=1, precision=None,
-                         preferred_element_type=None):
+def conv_general_dilated(
+    lhs,
+    rhs,
+    window_strides,
+    padding,
+    lhs_dilation=None,
+    rhs_dilation=None,
+    dimension_numbers=None,
+    feature_group_count=1,
+    batch_group_count=1,
+    precision=None,
+    preferred_element_type=None,
+):
     """`lax.conv_general_dilated`, with the canonical-gradient VJP above where it applies (see the module doc)."""
     ones = lambda d: d is None or all(int(v) == 1 for v in d)
-    simple = (lhs.ndim == 4 and ones(window_strides) and ones(lhs_dilation) and ones(rhs_dilation)
-              and feature_group_count == 1 and batch_group_count == 1 and preferred_element_type is None
-              and _is_nhwc(dimension_numbers, lhs.shape, rhs.shape))
+    simple = (
+        lhs.ndim == 4
+        and ones(window_strides)
+        and ones(lhs_dilation)
+        and ones(rhs_dilation)
+        and feature_group_count == 1
+        and batch_group_count == 1
+        and preferred_element_type is None
+        and _is_nhwc(dimension_numbers, lhs.shape, rhs.shape)
+    )
     if not simple:
-        return lax.conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
-                                        dimension_numbers, feature_group_count, batch_group_count, precision,
-                                        preferred_element_type)
+        return lax.conv_general_dilated(
+            lhs,
+            rhs,
+            window_strides,
+            padding,
+            lhs_dilation,
+            rhs_dilation,
+            dimension_numbers,
+            feature_group_count,
+            batch_group_count,
+            precision,
+            preferred_element_type,
+        )
     return _conv(lhs, rhs, _pads(padding, lhs.shape[1:3], rhs.shape[:2]), precision)

@@ -11,14 +11,16 @@ are identical on every device, and `device_key` / `first_index` give each device
     `pmean` averages it. With `check_vma=True` autodiff would already sum it over the axis and the `pmean` would
     leave D times the mean (tests/test_parallel.py checks 2 devices = 1 device through this helper).
 """
+
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
-DEVICE_AXIS = "d"   # the mesh axis that splits games and replay rows
+DEVICE_AXIS = "d"  # the mesh axis that splits games and replay rows
 
 
 def make_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
@@ -31,8 +33,9 @@ def shardings(mesh: Mesh, specs: Any) -> Any:
     return jax.tree.map(lambda spec: NamedSharding(mesh, spec), specs, is_leaf=lambda x: isinstance(x, P))
 
 
-def sharded(fn: Callable, mesh: Mesh, in_specs: Any, out_specs: Any, *,
-            donate_argnums: int | tuple[int, ...] = ()) -> Callable:
+def sharded(
+    fn: Callable, mesh: Mesh, in_specs: Any, out_specs: Any, *, donate_argnums: int | tuple[int, ...] = ()
+) -> Callable:
     """`jax.jit(jax.shard_map(fn, ...))` with explicit output shardings (check_vma=False: see the module docstring).
 
     The output shardings matter on a 1-device mesh: without them jit returns single-device arrays, and the next call,

@@ -1,5 +1,6 @@
 """Host file helpers: JSON Lines logs (one JSON object per line, appended, never rewritten) and CSV tables (written
 whole to a temporary file beside the target, then renamed over it, so a crash never leaves half a file)."""
+
 import csv
 import json
 import os
@@ -16,7 +17,7 @@ def read_jsonl(path: str) -> list[dict]:
 def append_jsonl(path: str, record: dict) -> None:
     """Appends `record` as one line to `path` (created with its parent directories if missing)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    line = json.dumps(record) + "\n"       # serialised first: a record that cannot be written leaves the file as it was
+    line = json.dumps(record) + "\n"  # serialised first: a record that cannot be written leaves the file as it was
     with open(path, "a") as f:
         f.write(line)
 
@@ -25,7 +26,7 @@ def write_csv(path: str, rows: list[dict], columns: list[str] | None = None) -> 
     """Writes `rows` to the CSV file `path` with a header: `columns` (default: the first row's keys) in that order, a
     missing value written as an empty cell. The file is replaced only once every row is written."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"      # beside the target (same file system, so os.replace is atomic)
+    tmp = f"{path}.{os.getpid()}.tmp"  # beside the target (same file system, so os.replace is atomic)
     try:
         with open(tmp, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]) if columns is None else columns, restval="")

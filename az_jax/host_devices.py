@@ -8,6 +8,7 @@ cores the pool stays wide, so one device still uses every core for large convolu
 
 Both settings must be in place before JAX starts its backend (before any array exists).
 """
+
 import os
 
 import jax
@@ -19,7 +20,7 @@ def available_cores() -> int:
     """The cores this process may run on (its CPU affinity, e.g. a sweep trial pinned to its share), else all."""
     try:
         return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:     # no sched_getaffinity (macOS)
+    except AttributeError:  # no sched_getaffinity (macOS)
         return os.cpu_count() or 1
 
 

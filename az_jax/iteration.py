@@ -14,6 +14,7 @@ device); the B self-play games and the N replay rows are split over devices alon
 folds the iteration's keys with its index, so devices play different games; gradients and batch-norm statistics are
 averaged across devices with collectives. Nothing here talks to the host; the returned metrics are the only transfer.
 """
+
 import dataclasses
 from typing import Any
 
@@ -24,10 +25,8 @@ import pgx
 from flax import struct
 from jax.sharding import PartitionSpec as P
 
-from az_jax import arena
+from az_jax import arena, learner, networks
 from az_jax import gating as gating_lib
-from az_jax import learner
-from az_jax import networks
 from az_jax import replay as replay_lib
 from az_jax import resign as resign_lib
 from az_jax import search as search_lib
@@ -39,34 +38,44 @@ from envs import get_game, make_env
 
 @struct.dataclass
 class TrainState:
-    params: Any                      # network parameters (replicated)
-    batch_stats: Any                 # batch-norm running averages (replicated)
-    opt_state: Any                   # SGD-momentum state incl. the schedule's step count (replicated)
-    games: selfplay_lib.SelfPlayState    # [B, ...] games in progress (sharded over devices)
+    params: Any  # network parameters (replicated)
+    batch_stats: Any  # batch-norm running averages (replicated)
+    opt_state: Any  # SGD-momentum state incl. the schedule's step count (replicated)
+    games: selfplay_lib.SelfPlayState  # [B, ...] games in progress (sharded over devices)
     replay: replay_lib.ReplayBuffer  # [N, ...] replay buffer (sharded over devices)
-    key: jax.Array                   # [2] uint32 raw key data of the run's key (replicated)
-    iteration: jax.Array             # [] int32 iterations completed (replicated)
-    best: gating_lib.BestPlayer | None = None       # AlphaGo Zero gating: the self-play weights (replicated)
-    resign: resign_lib.ResignState | None = None    # AlphaGo Zero resignation: v_resign and its counts (replicated)
+    key: jax.Array  # [2] uint32 raw key data of the run's key (replicated)
+    iteration: jax.Array  # [] int32 iterations completed (replicated)
+    best: gating_lib.BestPlayer | None = None  # AlphaGo Zero gating: the self-play weights (replicated)
+    resign: resign_lib.ResignState | None = None  # AlphaGo Zero resignation: v_resign and its counts (replicated)
 
 
 def state_partition_specs() -> TrainState:
     """PartitionSpec prefix tree of TrainState: what is replicated and what is split over the device axis. (`best`
     and `resign` are None when their switch is off; a prefix leaf over None covers nothing.)"""
-    return TrainState(params=P(), batch_stats=P(), opt_state=P(), games=P(DEVICE_AXIS), replay=P(DEVICE_AXIS),
-                      key=P(), iteration=P(), best=P(), resign=P())
+    return TrainState(
+        params=P(),
+        batch_stats=P(),
+        opt_state=P(),
+        games=P(DEVICE_AXIS),
+        replay=P(DEVICE_AXIS),
+        key=P(),
+        iteration=P(),
+        best=P(),
+        resign=P(),
+    )
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Setup:
     """The static parts of a run, made once from its Config by `make_setup`. The network enters the iteration only
     through `apply_fn` and `learn_apply`, so a program may wrap them (the population runs them once per member)."""
+
     config: Config
     env: pgx.Env
-    network: nn.Module                       # the acting network; its `init` makes the variables
-    apply_fn: search_lib.ApplyFn             # acting: running batch-norm averages
-    learn_apply: learner.LearnApplyFn        # learning: batch statistics synchronised over DEVICE_AXIS
-    selfplay: selfplay_lib.SelfPlayConfig    # self-play's search and move settings
+    network: nn.Module  # the acting network; its `init` makes the variables
+    apply_fn: search_lib.ApplyFn  # acting: running batch-norm averages
+    learn_apply: learner.LearnApplyFn  # learning: batch statistics synchronised over DEVICE_AXIS
+    selfplay: selfplay_lib.SelfPlayConfig  # self-play's search and move settings
 
     def play_search(self, num_simulations: int) -> search_lib.SearchConfig:
         """The search of greedy play (gating, evaluation) at `num_simulations`."""
@@ -79,9 +88,14 @@ def make_setup(config: Config) -> Setup:
     env = make_env(config.game)[0]
     network = networks.make_network(config, env.num_actions)
     learning = networks.make_network(config, env.num_actions, axis_name=DEVICE_AXIS)
-    return Setup(config=config, env=env, network=network,
-                 apply_fn=lambda variables, obs: network.apply(variables, obs, train=False),
-                 learn_apply=learner.learning_apply(learning), selfplay=selfplay_lib.SelfPlayConfig.from_config(config))
+    return Setup(
+        config=config,
+        env=env,
+        network=network,
+        apply_fn=lambda variables, obs: network.apply(variables, obs, train=False),
+        learn_apply=learner.learning_apply(learning),
+        selfplay=selfplay_lib.SelfPlayConfig.from_config(config),
+    )
 
 
 # --- state -----------------------------------------------------------------------------------------------------------
@@ -98,41 +112,70 @@ def init_state(setup: Setup, seed: int | jax.Array) -> TrainState:
     variables = init_variables(setup, net_key)
     obs_dtype = setup.env.init(jax.random.key(0)).observation.dtype
     return TrainState(
-        params=variables["params"], batch_stats=variables["batch_stats"],
+        params=variables["params"],
+        batch_stats=variables["batch_stats"],
         opt_state=learner.make_optimizer(cfg).init(variables["params"]),
-        games=selfplay_lib.init(setup.env, games_key, cfg.selfplay_batch_size,
-                                cfg.resign_disabled_fraction if cfg.resign else None),
-        replay=replay_lib.init(cfg.replay_capacity, setup.env.observation_shape, obs_dtype, setup.env.num_actions,
-                               keep_search_value=cfg.value_target_mix > 0),
-        key=jax.random.key_data(run_key), iteration=jnp.int32(0),
+        games=selfplay_lib.init(
+            setup.env, games_key, cfg.selfplay_batch_size, cfg.resign_disabled_fraction if cfg.resign else None
+        ),
+        replay=replay_lib.init(
+            cfg.replay_capacity,
+            setup.env.observation_shape,
+            obs_dtype,
+            setup.env.num_actions,
+            keep_search_value=cfg.value_target_mix > 0,
+        ),
+        key=jax.random.key_data(run_key),
+        iteration=jnp.int32(0),
         # the first best player is the initial network (a copy: jit returns distinct buffers)
-        best=gating_lib.BestPlayer(params=variables["params"], batch_stats=variables["batch_stats"],
-                                   iteration=jnp.int32(0)) if cfg.gating else None,
-        resign=resign_lib.init_state(cfg.v_resign_init) if cfg.resign else None)
+        best=gating_lib.BestPlayer(
+            params=variables["params"], batch_stats=variables["batch_stats"], iteration=jnp.int32(0)
+        )
+        if cfg.gating
+        else None,
+        resign=resign_lib.init_state(cfg.v_resign_init) if cfg.resign else None,
+    )
 
 
 # --- one device's shard of the iteration ----------------------------------------------------------------------------
-def selfplay(setup: Setup, state: TrainState, rng_key: jax.Array
-             ) -> tuple[selfplay_lib.SelfPlayState, replay_lib.ReplayBuffer, dict]:
+def selfplay(
+    setup: Setup, state: TrainState, rng_key: jax.Array
+) -> tuple[selfplay_lib.SelfPlayState, replay_lib.ReplayBuffer, dict]:
     """S plies of this device's B/D games, written into its N/D replay rows; the key (already this device's) is
     consumed. With gating the best player's weights play, else the latest. Metrics are this device's sums."""
-    variables = ({"params": state.params, "batch_stats": state.batch_stats} if state.best is None
-                 else state.best.variables)
+    variables = (
+        {"params": state.params, "batch_stats": state.batch_stats} if state.best is None else state.best.variables
+    )
     return selfplay_lib.play(
-        setup.env, setup.apply_fn, variables, setup.selfplay, state.games, state.replay, rng_key,
+        setup.env,
+        setup.apply_fn,
+        variables,
+        setup.selfplay,
+        state.games,
+        state.replay,
+        rng_key,
         first_ply=state.iteration * setup.selfplay.num_plies,
-        v_resign=None if state.resign is None else state.resign.v_resign)
+        v_resign=None if state.resign is None else state.resign.v_resign,
+    )
 
 
-def learn(setup: Setup, params, batch_stats, opt_state, buffer: replay_lib.ReplayBuffer, rng_key: jax.Array,
-          learning_rates: jax.Array | None = None):
+def learn(
+    setup: Setup,
+    params,
+    batch_stats,
+    opt_state,
+    buffer: replay_lib.ReplayBuffer,
+    rng_key: jax.Array,
+    learning_rates: jax.Array | None = None,
+):
     """G gradient steps on minibatches sampled from every device's replay shard, once enough outcomes exist; the key
     (already this device's) is consumed. `learning_rates` ([K], may be data) replace the config's schedule values.
     Returns (params, batch_stats, opt_state, ready [] bool, mean metrics)."""
     cfg = setup.config
     local_done = buffer.done.sum()
-    ready = ((jax.lax.psum(local_done, DEVICE_AXIS) >= max(cfg.min_replay_size, 1))
-             & (jax.lax.pmin(local_done, DEVICE_AXIS) > 0))
+    ready = (jax.lax.psum(local_done, DEVICE_AXIS) >= max(cfg.min_replay_size, 1)) & (
+        jax.lax.pmin(local_done, DEVICE_AXIS) > 0
+    )
     optimizer = learner.make_optimizer(cfg, learning_rates)
     local_batch = cfg.batch_size // jax.lax.axis_size(DEVICE_AXIS)
     zeros = dict.fromkeys(("loss", "policy_loss", "value_loss", "l2"), jnp.float32(0))
@@ -140,27 +183,38 @@ def learn(setup: Setup, params, batch_stats, opt_state, buffer: replay_lib.Repla
     def step(carry, key):
         # The step always runs and `ready` selects its result: a lax.cond would put the network's backward pass in a
         # nested computation, which XLA:CPU runs far slower (experiments/PERFORMANCE.md).
-        batch = replay_lib.sample(buffer, key, local_batch,
-                                  symmetry_game=cfg.game if cfg.augment_symmetries else None,
-                                  value_target_mix=cfg.value_target_mix)
-        new = learner.train_step(*carry, batch, apply_fn=setup.learn_apply, optimizer=optimizer,
-                                 weight_decay=cfg.weight_decay, axis_name=DEVICE_AXIS)
+        batch = replay_lib.sample(
+            buffer,
+            key,
+            local_batch,
+            symmetry_game=cfg.game if cfg.augment_symmetries else None,
+            value_target_mix=cfg.value_target_mix,
+        )
+        new = learner.train_step(
+            *carry,
+            batch,
+            apply_fn=setup.learn_apply,
+            optimizer=optimizer,
+            weight_decay=cfg.weight_decay,
+            axis_name=DEVICE_AXIS,
+        )
         return jax.tree.map(lambda n, o: jnp.where(ready, n, o), (new[:3], new[3]), (carry, zeros))
 
     (params, batch_stats, opt_state), metrics = jax.lax.scan(
-        step, (params, batch_stats, opt_state), jax.random.split(rng_key, cfg.train_steps_per_iteration))
+        step, (params, batch_stats, opt_state), jax.random.split(rng_key, cfg.train_steps_per_iteration)
+    )
     return params, batch_stats, opt_state, ready, jax.tree.map(jnp.mean, metrics)
 
 
-def iteration(setup: Setup, state: TrainState, learning_rates: jax.Array | None = None
-              ) -> tuple[TrainState, dict]:
+def iteration(setup: Setup, state: TrainState, learning_rates: jax.Array | None = None) -> tuple[TrainState, dict]:
     """One iteration on this device's shard (B/D games, N/D buffer rows): self-play, then learning; returns the new
     state and the iteration's metrics (summed or averaged over devices, identical on every device)."""
     cfg = setup.config
     run_key, selfplay_key, learn_key = jax.random.split(jax.random.wrap_key_data(state.key), 3)
     games, buffer, sp = selfplay(setup, state, device_key(selfplay_key))
-    params, batch_stats, opt_state, ready, lm = learn(setup, state.params, state.batch_stats, state.opt_state,
-                                                      buffer, device_key(learn_key), learning_rates)
+    params, batch_stats, opt_state, ready, lm = learn(
+        setup, state.params, state.batch_stats, state.opt_state, buffer, device_key(learn_key), learning_rates
+    )
     sp = jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), sp)
     games_done = jnp.maximum(sp["games"], 1)
     steps = cfg.train_steps_per_iteration
@@ -178,13 +232,24 @@ def iteration(setup: Setup, state: TrainState, learning_rates: jax.Array | None 
     }
     resign = state.resign
     if resign is not None:  # v_resign is re-set on device from the played-out games of every device
-        resign, resign_metrics = resign_lib.update(resign, sp["resign_counts"],
-                                                   target=cfg.resign_target_false_positive,
-                                                   calibration_games=cfg.resign_calibration_games)
+        resign, resign_metrics = resign_lib.update(
+            resign,
+            sp["resign_counts"],
+            target=cfg.resign_target_false_positive,
+            calibration_games=cfg.resign_calibration_games,
+        )
         metrics.update(resign_metrics, **{"resign/resigned_fraction": sp["resigned"] / games_done})
-    new_state = TrainState(params=params, batch_stats=batch_stats, opt_state=opt_state, games=games,
-                           replay=buffer, key=jax.random.key_data(run_key), iteration=state.iteration + 1,
-                           best=state.best, resign=resign)
+    new_state = TrainState(
+        params=params,
+        batch_stats=batch_stats,
+        opt_state=opt_state,
+        games=games,
+        replay=buffer,
+        key=jax.random.key_data(run_key),
+        iteration=state.iteration + 1,
+        best=state.best,
+        resign=resign,
+    )
     return new_state, metrics
 
 
@@ -195,26 +260,43 @@ def greedy_player(setup: Setup, variables: dict, num_simulations: int) -> arena.
     return lambda states, key: search_lib.greedy_search(setup.apply_fn, setup.env, variables, key, states, search)[0]
 
 
-def gate(setup: Setup, params, batch_stats, best: gating_lib.BestPlayer, candidate_iteration: jax.Array,
-         rng_key: jax.Array) -> tuple[gating_lib.BestPlayer, dict]:
+def gate(
+    setup: Setup, params, batch_stats, best: gating_lib.BestPlayer, candidate_iteration: jax.Array, rng_key: jax.Array
+) -> tuple[gating_lib.BestPlayer, dict]:
     """This device's share of one gating match (AlphaGo Zero, Methods, "Evaluator"): the latest weights against
     `best`, gating_games split over the devices; the key (replicated) is consumed."""
     cfg = setup.config
     sims = cfg.gating_simulations or cfg.num_simulations
     return gating_lib.gate(
-        setup.env, lambda variables: greedy_player(setup, variables, sims),
-        {"params": params, "batch_stats": batch_stats}, best, candidate_iteration, device_key(rng_key),
-        num_games=cfg.gating_games // jax.lax.axis_size(DEVICE_AXIS), max_length=get_game(cfg.game).max_length,
-        opening_plies=get_game(cfg.game).opening_plies, threshold=cfg.gating_threshold, axis_name=DEVICE_AXIS)
+        setup.env,
+        lambda variables: greedy_player(setup, variables, sims),
+        {"params": params, "batch_stats": batch_stats},
+        best,
+        candidate_iteration,
+        device_key(rng_key),
+        num_games=cfg.gating_games // jax.lax.axis_size(DEVICE_AXIS),
+        max_length=get_game(cfg.game).max_length,
+        opening_plies=get_game(cfg.game).opening_plies,
+        threshold=cfg.gating_threshold,
+        axis_name=DEVICE_AXIS,
+    )
 
 
-def match(setup: Setup, variables: dict, rng_key: jax.Array, *, opponent: arena.PlayerFn, num_games: int,
-          num_simulations: int) -> jax.Array:
+def match(
+    setup: Setup, variables: dict, rng_key: jax.Array, *, opponent: arena.PlayerFn, num_games: int, num_simulations: int
+) -> jax.Array:
     """This device's share of a match of the network (greedy search) against `opponent`: `num_games` games in all,
     random openings paired with colours swapped (az_jax/arena.py); the key (replicated) is consumed. Returns this
     device's results [num_games / D], the agent's point of view."""
     local_games = num_games // jax.lax.axis_size(DEVICE_AXIS)
     game = get_game(setup.config.game)
-    return arena.play_match(setup.env, greedy_player(setup, variables, num_simulations), opponent,
-                            device_key(rng_key), local_games, game.max_length, first_game=first_index(local_games),
-                            opening_plies=game.opening_plies)
+    return arena.play_match(
+        setup.env,
+        greedy_player(setup, variables, num_simulations),
+        opponent,
+        device_key(rng_key),
+        local_games,
+        game.max_length,
+        first_game=first_index(local_games),
+        opening_plies=game.opening_plies,
+    )

@@ -6,6 +6,7 @@ Nature 2017, Methods, "Optimisation").
 Illegal actions are masked before the softmax, so p and the target π live on the same legal set. Batch norm uses the
 batch statistics (synchronised across devices through `axis_name`) while learning; acting uses the running averages.
 """
+
 import functools
 from collections.abc import Callable, Sequence
 
@@ -17,7 +18,6 @@ import optax
 from az_jax import replay as replay_lib
 from az_jax.config import Config
 from az_jax.search import mask_logits
-
 
 # (variables, observation [n, ...]) -> ((logits [n, A], value [n]), {"batch_stats": new statistics})
 LearnApplyFn = Callable[[dict, jax.Array], tuple[tuple[jax.Array, jax.Array], dict]]
@@ -36,15 +36,17 @@ def make_schedule(learning_rates: Sequence[float] | jax.Array, boundaries: Seque
     return optax.join_schedules(values, [int(b) for b in boundaries])
 
 
-def make_optimizer(config: Config, learning_rates: Sequence[float] | jax.Array | None = None
-                   ) -> optax.GradientTransformation:
+def make_optimizer(
+    config: Config, learning_rates: Sequence[float] | jax.Array | None = None
+) -> optax.GradientTransformation:
     """SGD with momentum over the stepped schedule of `learning_rates` (default: the config's)."""
     values = config.learning_rates if learning_rates is None else learning_rates
     return optax.sgd(learning_rate=make_schedule(values, config.lr_boundaries), momentum=config.momentum)
 
 
-def current_learning_rate(config: Config, opt_state, learning_rates: Sequence[float] | jax.Array | None = None
-                          ) -> jax.Array:
+def current_learning_rate(
+    config: Config, opt_state, learning_rates: Sequence[float] | jax.Array | None = None
+) -> jax.Array:
     """The learning rate the next gradient step will use (the schedule at the optimizer's step count)."""
     values = config.learning_rates if learning_rates is None else learning_rates
     return make_schedule(values, config.lr_boundaries)(optax.tree_utils.tree_get(opt_state, "count"))
@@ -53,7 +55,7 @@ def current_learning_rate(config: Config, opt_state, learning_rates: Sequence[fl
 def loss_fn(params, batch_stats, apply_fn: LearnApplyFn, batch: replay_lib.Batch, weight_decay: float):
     """Returns (loss, (new batch_stats, metrics)). Batch arrays are [n, ...]."""
     (logits, value), updates = apply_fn({"params": params, "batch_stats": batch_stats}, batch.observation)
-    log_p = jax.nn.log_softmax(mask_logits(logits, batch.legal))                            # [n, A]
+    log_p = jax.nn.log_softmax(mask_logits(logits, batch.legal))  # [n, A]
     policy_loss = -jnp.sum(jnp.where(batch.legal, batch.policy * log_p, 0.0), axis=-1).mean()
     value_loss = jnp.mean((batch.outcome - value) ** 2)
     l2 = weight_decay * sum(jnp.sum(jnp.square(p)) for p in jax.tree.leaves(params))
@@ -62,15 +64,23 @@ def loss_fn(params, batch_stats, apply_fn: LearnApplyFn, batch: replay_lib.Batch
     return loss, (updates["batch_stats"], metrics)
 
 
-def train_step(params, batch_stats, opt_state, batch: replay_lib.Batch, *, apply_fn: LearnApplyFn,
-               optimizer: optax.GradientTransformation, weight_decay: float, axis_name: str | None):
+def train_step(
+    params,
+    batch_stats,
+    opt_state,
+    batch: replay_lib.Batch,
+    *,
+    apply_fn: LearnApplyFn,
+    optimizer: optax.GradientTransformation,
+    weight_decay: float,
+    axis_name: str | None,
+):
     """One SGD step on this device's share of the global batch; gradients averaged over `axis_name`.
 
     Returns (params, batch_stats, opt_state, metrics), identical on every device. Inside a sharded program this
     relies on az_jax/devices.py's `check_vma=False` (the gradient of replicated parameters is this device's own, and
     `pmean` averages it)."""
-    grads, (batch_stats, metrics) = jax.grad(loss_fn, has_aux=True)(params, batch_stats, apply_fn, batch,
-                                                                    weight_decay)
+    grads, (batch_stats, metrics) = jax.grad(loss_fn, has_aux=True)(params, batch_stats, apply_fn, batch, weight_decay)
     if axis_name is not None:
         grads = jax.lax.pmean(grads, axis_name)
         metrics = jax.lax.pmean(metrics, axis_name)

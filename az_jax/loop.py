@@ -3,16 +3,16 @@
 `train_and_evaluate(config, run_dir)` is what `az-jax train` calls. Everything that touches the host — timing,
 progress bar, metric files, checkpoints, evaluation matches — lives here, outside the jitted iteration.
 """
+
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 
-from az_jax import arena
+from az_jax import arena, distributed
 from az_jax import checkpoint as ckpt
 from az_jax import config as config_lib
-from az_jax import distributed
 from az_jax.devices import make_mesh
 from az_jax.evaluation.players import JaxPlayer, make_player
 from az_jax.iteration import TrainState
@@ -65,8 +65,14 @@ def restore_or_init(trainer: Trainer, manager) -> TrainState:
     return ckpt.restore(manager, max(steps), trainer.abstract_state(), trainer.config)
 
 
-def train_and_evaluate(config: config_lib.Config, run_dir: str, *, progress: bool = True,
-                       progress_fn: ProgressFn | None = None, devices=None) -> TrainState:
+def train_and_evaluate(
+    config: config_lib.Config,
+    run_dir: str,
+    *,
+    progress: bool = True,
+    progress_fn: ProgressFn | None = None,
+    devices=None,
+) -> TrainState:
     """Trains `config` in `run_dir`, resuming from its latest checkpoint; returns the final TrainState."""
     mesh = make_mesh(devices)
     config.validate(mesh.size)
@@ -81,9 +87,10 @@ def train_and_evaluate(config: config_lib.Config, run_dir: str, *, progress: boo
     matches = baseline_matches(trainer, config.eval_games, eval_sims) if config.eval_every else {}
     eval_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_003)  # independent of the run's key stream
     gating_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_033)  # likewise; a pure function of the seed,
-                                                                            # so a resumed run gates identically
-    writer = MetricsWriter(run_dir, total=config.num_iterations, initial=start, progress=progress,
-                           active=distributed.is_main_process())
+    # so a resumed run gates identically
+    writer = MetricsWriter(
+        run_dir, total=config.num_iterations, initial=start, progress=progress, active=distributed.is_main_process()
+    )
     try:
         for it in range(start, config.num_iterations):
             t0 = time.perf_counter()
@@ -95,27 +102,34 @@ def train_and_evaluate(config: config_lib.Config, run_dir: str, *, progress: boo
                 # A separate jitted match on the same devices, decided on device (az_jax/gating.py). The next
                 # self-play plays the best player, so it waits for the match in any case; only its W/D/L come back.
                 t1 = time.perf_counter()
-                best, gate_metrics = trainer.gate(state.params, state.batch_stats, state.best, state.iteration,
-                                                  jax.random.fold_in(gating_key, done))
+                best, gate_metrics = trainer.gate(
+                    state.params, state.batch_stats, state.best, state.iteration, jax.random.fold_in(gating_key, done)
+                )
                 state = state.replace(best=best)
                 metrics.update({k: float(v) for k, v in jax.device_get(gate_metrics).items()})
                 metrics["gating/seconds"] = time.perf_counter() - t1
-            metrics.update({
-                "perf/iteration_seconds": seconds,
-                "perf/positions_per_second": config.positions_per_iteration / seconds,
-                "perf/simulations_per_second": config.positions_per_iteration * config.num_simulations / seconds,
-                "perf/train_samples_per_second": metrics["train/steps"] * config.batch_size / seconds,
-            })
+            metrics.update(
+                {
+                    "perf/iteration_seconds": seconds,
+                    "perf/positions_per_second": config.positions_per_iteration / seconds,
+                    "perf/simulations_per_second": config.positions_per_iteration * config.num_simulations / seconds,
+                    "perf/train_samples_per_second": metrics["train/steps"] * config.batch_size / seconds,
+                }
+            )
             if matches and (done % config.eval_every == 0 or done == config.num_iterations):
                 variables = {"params": state.params, "batch_stats": state.batch_stats}
                 for name, match in matches.items():
                     t1 = time.perf_counter()
                     results = distributed.fetch(match(variables, jax.random.fold_in(eval_key, done)))
-                    metrics.update({f"eval/vs_{name}_score": arena.score(results),
-                                    f"eval/vs_{name}_wins": float((results > 0).sum()),
-                                    f"eval/vs_{name}_draws": float((results == 0).sum()),
-                                    f"eval/vs_{name}_losses": float((results < 0).sum()),
-                                    f"eval/vs_{name}_seconds": time.perf_counter() - t1})
+                    metrics.update(
+                        {
+                            f"eval/vs_{name}_score": arena.score(results),
+                            f"eval/vs_{name}_wins": float((results > 0).sum()),
+                            f"eval/vs_{name}_draws": float((results == 0).sum()),
+                            f"eval/vs_{name}_losses": float((results < 0).sum()),
+                            f"eval/vs_{name}_seconds": time.perf_counter() - t1,
+                        }
+                    )
             if done % config.checkpoint_every == 0 or done == config.num_iterations:
                 ckpt.save(manager, state, config)
             writer.write(done, metrics)
@@ -125,4 +139,3 @@ def train_and_evaluate(config: config_lib.Config, run_dir: str, *, progress: boo
         manager.wait_until_finished()
         writer.close()
     return state
-

@@ -1,4 +1,5 @@
 """Metric sinks of the host loop: a JSONL file and TensorBoard event files in the run dir, and a progress bar."""
+
 import json
 import math
 import os
@@ -34,9 +35,11 @@ class MetricsWriter:
         for key, value in metrics.items():
             if isinstance(value, (int, float)) and math.isfinite(value):
                 self._tb.add_scalar(key, value, iteration)
-        postfix = {"pos/s": f"{metrics.get('perf/positions_per_second', 0):.0f}",
-                   "loss": f"{metrics.get('train/loss', 0):.3f}",
-                   "v_loss": f"{metrics.get('train/value_loss', 0):.3f}"}
+        postfix = {
+            "pos/s": f"{metrics.get('perf/positions_per_second', 0):.0f}",
+            "loss": f"{metrics.get('train/loss', 0):.3f}",
+            "v_loss": f"{metrics.get('train/value_loss', 0):.3f}",
+        }
         if "eval/vs_random_score" in metrics:
             postfix["vs_random"] = f"{metrics['eval/vs_random_score']:.3f}"
         self._bar.set_postfix(postfix, refresh=False)

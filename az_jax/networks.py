@@ -5,7 +5,9 @@ Input is a batch of pgx observations [B, H, W, C] (bool or float), already from 
 (policy logits [B, A] over all actions, value [B] in [-1, 1] for the player to move). Illegal actions are masked by the
 caller (search.py, learner.py), never here.
 """
-from typing import Any, Callable
+
+from collections.abc import Callable
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -17,6 +19,7 @@ from az_jax import conv as conv_lib
 
 class ResidualBlock(nn.Module):
     """conv 3×3 → BN → ReLU → conv 3×3 → BN → + input → ReLU."""
+
     channels: int
     dtype: Any
     axis_name: str | None
@@ -24,8 +27,7 @@ class ResidualBlock(nn.Module):
 
     @nn.compact
     def __call__(self, x, train: bool):
-        conv = lambda: nn.Conv(self.channels, (3, 3), use_bias=False, dtype=self.dtype,
-                               conv_general_dilated=self.conv)
+        conv = lambda: nn.Conv(self.channels, (3, 3), use_bias=False, dtype=self.dtype, conv_general_dilated=self.conv)
         bn = lambda: nn.BatchNorm(use_running_average=not train, axis_name=self.axis_name, dtype=self.dtype)
         y = nn.relu(bn()(conv()(x)))
         y = bn()(conv()(y))
@@ -34,10 +36,10 @@ class ResidualBlock(nn.Module):
 
 class AlphaZeroNet(nn.Module):
     num_actions: int
-    num_blocks: int = 19          # residual blocks after the stem (paper: 19 → the "20-block" network)
+    num_blocks: int = 19  # residual blocks after the stem (paper: 19 → the "20-block" network)
     channels: int = 256
     value_hidden: int = 256
-    dtype: Any = jnp.float32      # compute dtype; parameters are always float32
+    dtype: Any = jnp.float32  # compute dtype; parameters are always float32
     axis_name: str | None = None  # device axis for cross-device batch norm while learning (None: local batch)
     conv: Callable = lax.conv_general_dilated  # the convolution (same forward pass; see make_network)
 
@@ -46,8 +48,9 @@ class AlphaZeroNet(nn.Module):
         """obs: [B, H, W, C] → (logits [B, A] float32, value [B] float32)."""
         bn = lambda: nn.BatchNorm(use_running_average=not train, axis_name=self.axis_name, dtype=self.dtype)
         x = obs.astype(self.dtype)
-        conv = lambda features, size: nn.Conv(features, size, use_bias=False, dtype=self.dtype,
-                                              conv_general_dilated=self.conv)
+        conv = lambda features, size: nn.Conv(
+            features, size, use_bias=False, dtype=self.dtype, conv_general_dilated=self.conv
+        )
         x = nn.relu(bn()(conv(self.channels, (3, 3))(x)))
         for _ in range(self.num_blocks):
             x = ResidualBlock(self.channels, self.dtype, self.axis_name, self.conv)(x, train)
@@ -68,5 +71,12 @@ def make_network(config, num_actions: int, axis_name: str | None = None) -> Alph
     keep JAX's own."""
     dtype = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}[config.compute_dtype]
     conv = conv_lib.conv_general_dilated if jax.default_backend() == "cpu" else lax.conv_general_dilated
-    return AlphaZeroNet(num_actions=num_actions, num_blocks=config.num_blocks, channels=config.num_channels,
-                        value_hidden=config.value_hidden, dtype=dtype, axis_name=axis_name, conv=conv)
+    return AlphaZeroNet(
+        num_actions=num_actions,
+        num_blocks=config.num_blocks,
+        channels=config.num_channels,
+        value_hidden=config.value_hidden,
+        dtype=dtype,
+        axis_name=axis_name,
+        conv=conv,
+    )

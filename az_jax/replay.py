@@ -7,6 +7,7 @@ truncated at an iteration boundary.
 
 Row placement is a pure function of the global ply counter: ply t writes its B rows at (t·B + b) mod N. No pointer.
 """
+
 import jax
 import jax.numpy as jnp
 from flax import struct
@@ -17,16 +18,16 @@ from envs import symmetries as symmetries_lib
 @struct.dataclass
 class ReplayBuffer:
     observation: jax.Array  # [N, *obs_shape] pgx observation (bool)
-    policy: jax.Array       # [N, A] float32 search policy π (zero on illegal actions)
-    legal: jax.Array        # [N, A] bool legal-action mask
-    player: jax.Array       # [N] int32 pgx player id of the mover
-    slot: jax.Array         # [N] int32 self-play slot the game was played in
-    episode: jax.Array      # [N] int32 episode number of that slot's game
-    outcome: jax.Array      # [N] float32 z ∈ {−1, 0, +1} for the mover (valid where done)
-    pending: jax.Array      # [N] bool written, game still in progress
-    done: jax.Array         # [N] bool outcome known: may be sampled
+    policy: jax.Array  # [N, A] float32 search policy π (zero on illegal actions)
+    legal: jax.Array  # [N, A] bool legal-action mask
+    player: jax.Array  # [N] int32 pgx player id of the mover
+    slot: jax.Array  # [N] int32 self-play slot the game was played in
+    episode: jax.Array  # [N] int32 episode number of that slot's game
+    outcome: jax.Array  # [N] float32 z ∈ {−1, 0, +1} for the mover (valid where done)
+    pending: jax.Array  # [N] bool written, game still in progress
+    done: jax.Array  # [N] bool outcome known: may be sampled
     search_value: jax.Array | None = None  # [N] float32 the root's search value for the mover (None: not kept,
-                                           # when the value target is z alone, Config.value_target_mix = 0)
+    # when the value target is z alone, Config.value_target_mix = 0)
 
     @property
     def capacity(self) -> int:
@@ -36,25 +37,39 @@ class ReplayBuffer:
 @struct.dataclass
 class Batch:
     observation: jax.Array  # [n, *obs_shape]
-    policy: jax.Array       # [n, A]
-    legal: jax.Array        # [n, A]
-    outcome: jax.Array      # [n] the value target: z, or z mixed with the search value (sample's value_target_mix)
+    policy: jax.Array  # [n, A]
+    legal: jax.Array  # [n, A]
+    outcome: jax.Array  # [n] the value target: z, or z mixed with the search value (sample's value_target_mix)
 
 
-def init(capacity: int, obs_shape: tuple[int, ...], obs_dtype, num_actions: int,
-         keep_search_value: bool = False) -> ReplayBuffer:
+def init(
+    capacity: int, obs_shape: tuple[int, ...], obs_dtype, num_actions: int, keep_search_value: bool = False
+) -> ReplayBuffer:
     zeros = lambda shape, dtype: jnp.zeros(shape, dtype)
     return ReplayBuffer(
-        observation=zeros((capacity, *obs_shape), obs_dtype), policy=zeros((capacity, num_actions), jnp.float32),
-        legal=zeros((capacity, num_actions), jnp.bool_), player=zeros((capacity,), jnp.int32),
-        slot=zeros((capacity,), jnp.int32), episode=zeros((capacity,), jnp.int32),
-        outcome=zeros((capacity,), jnp.float32), pending=zeros((capacity,), jnp.bool_),
+        observation=zeros((capacity, *obs_shape), obs_dtype),
+        policy=zeros((capacity, num_actions), jnp.float32),
+        legal=zeros((capacity, num_actions), jnp.bool_),
+        player=zeros((capacity,), jnp.int32),
+        slot=zeros((capacity,), jnp.int32),
+        episode=zeros((capacity,), jnp.int32),
+        outcome=zeros((capacity,), jnp.float32),
+        pending=zeros((capacity,), jnp.bool_),
         done=zeros((capacity,), jnp.bool_),
-        search_value=zeros((capacity,), jnp.float32) if keep_search_value else None)
+        search_value=zeros((capacity,), jnp.float32) if keep_search_value else None,
+    )
 
 
-def add(buffer: ReplayBuffer, ply_index: jax.Array, observation, policy, legal, player, episode,
-        search_value: jax.Array | None = None) -> ReplayBuffer:
+def add(
+    buffer: ReplayBuffer,
+    ply_index: jax.Array,
+    observation,
+    policy,
+    legal,
+    player,
+    episode,
+    search_value: jax.Array | None = None,
+) -> ReplayBuffer:
     """Writes one ply of B games (arrays [B, ...]) at rows (ply_index·B + b) mod N, outcome pending.
     `search_value` [B] is stored when the buffer keeps it (and ignored otherwise)."""
     num_games = player.shape[0]
@@ -62,11 +77,17 @@ def add(buffer: ReplayBuffer, ply_index: jax.Array, observation, policy, legal, 
     rows = ((ply_index % buffer.capacity) * num_games + jnp.arange(num_games)) % buffer.capacity
     put = lambda field, value: field.at[rows].set(value)
     return buffer.replace(
-        observation=put(buffer.observation, observation), policy=put(buffer.policy, policy),
-        legal=put(buffer.legal, legal), player=put(buffer.player, player),
-        slot=put(buffer.slot, jnp.arange(num_games, dtype=jnp.int32)), episode=put(buffer.episode, episode),
-        outcome=put(buffer.outcome, 0.0), pending=put(buffer.pending, True), done=put(buffer.done, False),
-        search_value=None if buffer.search_value is None else put(buffer.search_value, search_value))
+        observation=put(buffer.observation, observation),
+        policy=put(buffer.policy, policy),
+        legal=put(buffer.legal, legal),
+        player=put(buffer.player, player),
+        slot=put(buffer.slot, jnp.arange(num_games, dtype=jnp.int32)),
+        episode=put(buffer.episode, episode),
+        outcome=put(buffer.outcome, 0.0),
+        pending=put(buffer.pending, True),
+        done=put(buffer.done, False),
+        search_value=None if buffer.search_value is None else put(buffer.search_value, search_value),
+    )
 
 
 def resolve(buffer: ReplayBuffer, ended: jax.Array, episode: jax.Array, rewards: jax.Array) -> ReplayBuffer:
@@ -76,14 +97,20 @@ def resolve(buffer: ReplayBuffer, ended: jax.Array, episode: jax.Array, rewards:
     final rewards per player id). A position's target is z = rewards[slot, player]: +1 if its mover won, −1 if lost, 0
     draw — the mover's own point of view whoever moved last.
     """
-    hit = buffer.pending & ended[buffer.slot] & (buffer.episode == episode[buffer.slot])   # [N]
-    z = rewards[buffer.slot, buffer.player]                                                # [N]
-    return buffer.replace(outcome=jnp.where(hit, z, buffer.outcome), pending=buffer.pending & ~hit,
-                          done=buffer.done | hit)
+    hit = buffer.pending & ended[buffer.slot] & (buffer.episode == episode[buffer.slot])  # [N]
+    z = rewards[buffer.slot, buffer.player]  # [N]
+    return buffer.replace(
+        outcome=jnp.where(hit, z, buffer.outcome), pending=buffer.pending & ~hit, done=buffer.done | hit
+    )
 
 
-def sample(buffer: ReplayBuffer, rng_key: jax.Array, batch_size: int, symmetry_game: str | None = None,
-           value_target_mix: float = 0.0) -> Batch:
+def sample(
+    buffer: ReplayBuffer,
+    rng_key: jax.Array,
+    batch_size: int,
+    symmetry_game: str | None = None,
+    value_target_mix: float = 0.0,
+) -> Batch:
     """Uniform sample with replacement among positions whose outcome is known; the key is consumed.
 
     The batch's value target is z, or with `value_target_mix` λ > 0 (the buffer must keep search values)
@@ -103,8 +130,9 @@ def sample(buffer: ReplayBuffer, rng_key: jax.Array, batch_size: int, symmetry_g
     outcome = buffer.outcome[rows]
     if value_target_mix:
         outcome = (1.0 - value_target_mix) * outcome + value_target_mix * buffer.search_value[rows]
-    batch = Batch(observation=buffer.observation[rows], policy=buffer.policy[rows], legal=buffer.legal[rows],
-                  outcome=outcome)
+    batch = Batch(
+        observation=buffer.observation[rows], policy=buffer.policy[rows], legal=buffer.legal[rows], outcome=outcome
+    )
     if symmetry_game is None:
         return batch
     return augment(batch, symmetry_key, symmetry_game)
@@ -112,7 +140,9 @@ def sample(buffer: ReplayBuffer, rng_key: jax.Array, batch_size: int, symmetry_g
 
 def augment(batch: Batch, rng_key: jax.Array, symmetry_game: str) -> Batch:
     """Each position of `batch` [n, ...] under its own uniformly random symmetry of the game; the key is consumed."""
-    sym = symmetries_lib.random_symmetry(symmetry_game, rng_key, batch.outcome.shape[0])         # [n]
-    return batch.replace(observation=symmetries_lib.transform_observation(symmetry_game, sym, batch.observation),
-                         policy=symmetries_lib.transform_policy(symmetry_game, sym, batch.policy),
-                         legal=symmetries_lib.transform_policy(symmetry_game, sym, batch.legal))
+    sym = symmetries_lib.random_symmetry(symmetry_game, rng_key, batch.outcome.shape[0])  # [n]
+    return batch.replace(
+        observation=symmetries_lib.transform_observation(symmetry_game, sym, batch.observation),
+        policy=symmetries_lib.transform_policy(symmetry_game, sym, batch.policy),
+        legal=symmetries_lib.transform_policy(symmetry_game, sym, batch.legal),
+    )

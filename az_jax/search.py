@@ -5,9 +5,10 @@ player to move; the reward of a step belongs to the player who just moved; the d
 alternation) and 0 once the game is over, so nothing is backed up from beyond a terminal state. Illegal actions are masked in the root and interior
 priors and excluded from the root's search.
 """
+
 import dataclasses
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -24,31 +25,42 @@ ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
 @dataclasses.dataclass(frozen=True)
 class SearchConfig:
     """How one search runs: made once from a Config and passed whole (hashable, so jitted programs close over it)."""
+
     num_simulations: int
-    algorithm: str = "puct"                # "puct" (AlphaZero) or "gumbel" (Gumbel MuZero)
-    c_init: float = 1.25                   # C(s) = log((1 + N + c_base) / c_base) + c_init (AlphaZero pseudocode)
+    algorithm: str = "puct"  # "puct" (AlphaZero) or "gumbel" (Gumbel MuZero)
+    c_init: float = 1.25  # C(s) = log((1 + N + c_base) / c_base) + c_init (AlphaZero pseudocode)
     c_base: float = 19652.0
-    dirichlet_fraction: float = 0.25       # ε of the root noise (PUCT); 0: none
-    dirichlet_alpha: float = 0.3           # its concentration
-    max_num_considered_actions: int = 16   # Gumbel: actions kept by sequential halving
-    gumbel_scale: float = 1.0              # Gumbel: 0 searches without Gumbel noise
-    symmetry_game: str | None = None       # evaluations see a random symmetry of this game (AlphaGo Zero); None: off
+    dirichlet_fraction: float = 0.25  # ε of the root noise (PUCT); 0: none
+    dirichlet_alpha: float = 0.3  # its concentration
+    max_num_considered_actions: int = 16  # Gumbel: actions kept by sequential halving
+    gumbel_scale: float = 1.0  # Gumbel: 0 searches without Gumbel noise
+    symmetry_game: str | None = None  # evaluations see a random symmetry of this game (AlphaGo Zero); None: off
 
     @classmethod
     def for_selfplay(cls, config: Config) -> "SearchConfig":
         """Self-play's search: the config's algorithm, simulations and root noise."""
-        return cls(num_simulations=config.num_simulations, algorithm=config.search, c_init=config.c_init,
-                   c_base=config.c_base, dirichlet_fraction=config.dirichlet_fraction,
-                   dirichlet_alpha=config.root_dirichlet_alpha,
-                   max_num_considered_actions=config.max_num_considered_actions,
-                   symmetry_game=config.game if config.search_symmetries else None)
+        return cls(
+            num_simulations=config.num_simulations,
+            algorithm=config.search,
+            c_init=config.c_init,
+            c_base=config.c_base,
+            dirichlet_fraction=config.dirichlet_fraction,
+            dirichlet_alpha=config.root_dirichlet_alpha,
+            max_num_considered_actions=config.max_num_considered_actions,
+            symmetry_game=config.game if config.search_symmetries else None,
+        )
 
     @classmethod
     def for_play(cls, config: Config, num_simulations: int) -> "SearchConfig":
         """Greedy play outside self-play (evaluation, gating, Agent): the acting search (`eval_search`, else
         `search`), no root noise, no Gumbel noise."""
-        return dataclasses.replace(cls.for_selfplay(config), num_simulations=num_simulations,
-                                   algorithm=config.acting_search, dirichlet_fraction=0.0, gumbel_scale=0.0)
+        return dataclasses.replace(
+            cls.for_selfplay(config),
+            num_simulations=num_simulations,
+            algorithm=config.acting_search,
+            dirichlet_fraction=0.0,
+            gumbel_scale=0.0,
+        )
 
 
 def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
@@ -57,8 +69,13 @@ def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
     return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
 
 
-def predict(apply_fn: ApplyFn, variables: dict, observation: jax.Array, rng_key: jax.Array | None,
-            symmetry_game: str | None = None) -> tuple[jax.Array, jax.Array]:
+def predict(
+    apply_fn: ApplyFn,
+    variables: dict,
+    observation: jax.Array,
+    rng_key: jax.Array | None,
+    symmetry_game: str | None = None,
+) -> tuple[jax.Array, jax.Array]:
     """The network on observations [B, ...] -> (logits [B, A], value [B]); the key is consumed (used only with
     `symmetry_game`).
 
@@ -68,7 +85,7 @@ def predict(apply_fn: ApplyFn, variables: dict, observation: jax.Array, rng_key:
     mapped back to the untransformed position's actions by d_i⁻¹."""
     if symmetry_game is None:
         return apply_fn(variables, observation)
-    sym = symmetries_lib.random_symmetry(symmetry_game, rng_key, observation.shape[0])        # [B]
+    sym = symmetries_lib.random_symmetry(symmetry_game, rng_key, observation.shape[0])  # [B]
     logits, value = apply_fn(variables, symmetries_lib.transform_observation(symmetry_game, sym, observation))
     return symmetries_lib.inverse_policy(symmetry_game, sym, logits), value
 
@@ -80,24 +97,25 @@ def make_recurrent_fn(env: pgx.Env, apply_fn: ApplyFn, symmetry_game: str | None
     `symmetry_game` (see `predict`)."""
 
     def recurrent_fn(variables, rng_key, action, state):
-        mover = state.current_player                                       # [B]
+        mover = state.current_player  # [B]
         state = jax.vmap(env.step)(state, action)
         logits, value = predict(apply_fn, variables, state.observation, rng_key, symmetry_game)
         batch = jnp.arange(action.shape[0])
         over = state.terminated | state.truncated
         output = mctx.RecurrentFnOutput(
-            reward=state.rewards[batch, mover],                            # [B] for the player who just moved
-            discount=jnp.where(over, 0.0, -1.0),                          # [B] zero-sum alternation; 0 at the end
-            prior_logits=mask_logits(logits, state.legal_action_mask),     # [B, A]
-            value=jnp.where(over, 0.0, value),                             # [B] nothing beyond a terminal state
+            reward=state.rewards[batch, mover],  # [B] for the player who just moved
+            discount=jnp.where(over, 0.0, -1.0),  # [B] zero-sum alternation; 0 at the end
+            prior_logits=mask_logits(logits, state.legal_action_mask),  # [B, A]
+            value=jnp.where(over, 0.0, value),  # [B] nothing beyond a terminal state
         )
         return output, state
 
     return recurrent_fn
 
 
-def run_search(apply_fn: ApplyFn, env: pgx.Env, variables: dict, rng_key: jax.Array, state: pgx.State,
-               search: SearchConfig) -> mctx.PolicyOutput:
+def run_search(
+    apply_fn: ApplyFn, env: pgx.Env, variables: dict, rng_key: jax.Array, state: pgx.State, search: SearchConfig
+) -> mctx.PolicyOutput:
     """Searches a batch of pgx states [B, ...]; the key is consumed.
 
     PUCT (AlphaZero, Methods, and its pseudocode's ucb_score): mctx.muzero_policy scores a child by
@@ -124,14 +142,30 @@ def run_search(apply_fn: ApplyFn, env: pgx.Env, variables: dict, rng_key: jax.Ar
     invalid = ~state.legal_action_mask
     if search.algorithm == "puct":
         return mctx.muzero_policy(
-            variables, rng_key, root, recurrent_fn, search.num_simulations, invalid_actions=invalid,
+            variables,
+            rng_key,
+            root,
+            recurrent_fn,
+            search.num_simulations,
+            invalid_actions=invalid,
             qtransform=functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0),
-            dirichlet_fraction=search.dirichlet_fraction, dirichlet_alpha=search.dirichlet_alpha,
-            pb_c_init=search.c_init, pb_c_base=search.c_base, temperature=1.0)
+            dirichlet_fraction=search.dirichlet_fraction,
+            dirichlet_alpha=search.dirichlet_alpha,
+            pb_c_init=search.c_init,
+            pb_c_base=search.c_base,
+            temperature=1.0,
+        )
     if search.algorithm == "gumbel":
         return mctx.gumbel_muzero_policy(
-            variables, rng_key, root, recurrent_fn, search.num_simulations, invalid_actions=invalid,
-            max_num_considered_actions=search.max_num_considered_actions, gumbel_scale=search.gumbel_scale)
+            variables,
+            rng_key,
+            root,
+            recurrent_fn,
+            search.num_simulations,
+            invalid_actions=invalid,
+            max_num_considered_actions=search.max_num_considered_actions,
+            gumbel_scale=search.gumbel_scale,
+        )
     raise ValueError(f"unknown search algorithm {search.algorithm!r}; choose puct or gumbel")
 
 
@@ -148,13 +182,14 @@ def greedy_action(output: mctx.PolicyOutput, legal: jax.Array) -> jax.Array:
     halving ends on when run without Gumbel noise (Danihelka et al. 2022, §3: argmax of logits + σ(q̂) among the
     most visited considered actions), which visits alone cannot name: the last halving phase leaves the finalists
     with equal counts."""
-    visits = jnp.where(legal, visit_counts(output), -1)                                  # [B, A]
+    visits = jnp.where(legal, visit_counts(output), -1)  # [B, A]
     top = visits == jnp.max(visits, axis=-1, keepdims=True)
     return jnp.argmax(jnp.where(top, output.action_weights, -jnp.inf), axis=-1)
 
 
-def greedy_search(apply_fn: ApplyFn, env: pgx.Env, variables: dict, rng_key: jax.Array, states: pgx.State,
-                  search: SearchConfig) -> tuple[jax.Array, mctx.PolicyOutput]:
+def greedy_search(
+    apply_fn: ApplyFn, env: pgx.Env, variables: dict, rng_key: jax.Array, states: pgx.State, search: SearchConfig
+) -> tuple[jax.Array, mctx.PolicyOutput]:
     """Greedy play (AlphaZero, Methods: evaluation plays the most visited move, no noise): searches states [B, ...]
     with `search` (made by `SearchConfig.for_play`); returns (actions [B], the search's output). The key is consumed."""
     out = run_search(apply_fn, env, variables, rng_key, states, search)

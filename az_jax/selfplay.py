@@ -6,8 +6,9 @@ chosen greedily by visit count afterwards (AlphaGo Zero, Silver et al., Nature 2
 keeps the AGZ cut-off of 30 by default).
 With `resign` (AlphaGo Zero, az_jax/resign.py) a game also ends when its mover resigns; the resigning side loses.
 """
+
 import dataclasses
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -22,8 +23,8 @@ from az_jax.config import Config
 
 @struct.dataclass
 class SelfPlayState:
-    env: Any            # pgx.State batched [B, ...]: the games in progress
-    ply: jax.Array      # [B] int32 plies already played in each slot's current game
+    env: Any  # pgx.State batched [B, ...]: the games in progress
+    ply: jax.Array  # [B] int32 plies already played in each slot's current game
     episode: jax.Array  # [B] int32 games started so far in each slot (names a game together with its slot)
     resign: resign_lib.ResignGames | None = None  # [B, ...] resignation bookkeeping (None: resignation off)
 
@@ -31,34 +32,50 @@ class SelfPlayState:
 @dataclasses.dataclass(frozen=True)
 class SelfPlayConfig:
     """Static self-play settings, made once from a Config (hashable; closed over by the jitted iteration)."""
-    search: search_lib.SearchConfig            # the search of every move, with root noise
-    num_plies: int                             # S: plies every game advances per call
-    sampling_moves: int                        # plies of each game sampled ∝ visits (τ = 1), then greedy
+
+    search: search_lib.SearchConfig  # the search of every move, with root noise
+    num_plies: int  # S: plies every game advances per call
+    sampling_moves: int  # plies of each game sampled ∝ visits (τ = 1), then greedy
     resign_disabled_fraction: float | None = None  # resignation on (AlphaGo Zero): the fraction of games played out
 
     @classmethod
     def from_config(cls, config: Config) -> "SelfPlayConfig":
-        return cls(search=search_lib.SearchConfig.for_selfplay(config), num_plies=config.selfplay_steps,
-                   sampling_moves=config.sampling_moves,
-                   resign_disabled_fraction=config.resign_disabled_fraction if config.resign else None)
+        return cls(
+            search=search_lib.SearchConfig.for_selfplay(config),
+            num_plies=config.selfplay_steps,
+            sampling_moves=config.sampling_moves,
+            resign_disabled_fraction=config.resign_disabled_fraction if config.resign else None,
+        )
 
 
-def init(env: pgx.Env, rng_key: jax.Array, num_games: int,
-         resign_disabled_fraction: float | None = None) -> SelfPlayState:
+def init(
+    env: pgx.Env, rng_key: jax.Array, num_games: int, resign_disabled_fraction: float | None = None
+) -> SelfPlayState:
     """Starts `num_games` fresh games (with resignation bookkeeping unless `resign_disabled_fraction` is None); the
     key is consumed."""
     resign = None
     if resign_disabled_fraction is not None:
         rng_key, resign_key = jax.random.split(rng_key)
         resign = resign_lib.init_games(resign_key, num_games, resign_disabled_fraction)
-    return SelfPlayState(env=jax.vmap(env.init)(jax.random.split(rng_key, num_games)),
-                         ply=jnp.zeros(num_games, jnp.int32), episode=jnp.zeros(num_games, jnp.int32),
-                         resign=resign)
+    return SelfPlayState(
+        env=jax.vmap(env.init)(jax.random.split(rng_key, num_games)),
+        ply=jnp.zeros(num_games, jnp.int32),
+        episode=jnp.zeros(num_games, jnp.int32),
+        resign=resign,
+    )
 
 
-def play(env: pgx.Env, apply_fn: search_lib.ApplyFn, variables: dict, settings: SelfPlayConfig,
-         state: SelfPlayState, buffer: replay_lib.ReplayBuffer, rng_key: jax.Array, first_ply: jax.Array,
-         v_resign: jax.Array | None = None) -> tuple[SelfPlayState, replay_lib.ReplayBuffer, dict]:
+def play(
+    env: pgx.Env,
+    apply_fn: search_lib.ApplyFn,
+    variables: dict,
+    settings: SelfPlayConfig,
+    state: SelfPlayState,
+    buffer: replay_lib.ReplayBuffer,
+    rng_key: jax.Array,
+    first_ply: jax.Array,
+    v_resign: jax.Array | None = None,
+) -> tuple[SelfPlayState, replay_lib.ReplayBuffer, dict]:
     """Plays `settings.num_plies` plies of every game ([B] of them) and writes them to `buffer`; the key is consumed.
 
     `first_ply` is the global ply counter (iteration · num_plies) that places the rows in the buffer.
@@ -80,35 +97,51 @@ def play(env: pgx.Env, apply_fn: search_lib.ApplyFn, variables: dict, settings: 
         out = search_lib.run_search(apply_fn, env, variables, search_key, games, settings.search)
         legal = games.legal_action_mask
         greedy = search_lib.greedy_action(out, legal)
-        action = jnp.where(state.ply < settings.sampling_moves, out.action, greedy)               # [B]
-        buffer = replay_lib.add(buffer, ply_index, games.observation, out.action_weights,
-                                legal, games.current_player, state.episode,
-                                search_value=out.search_tree.summary().value)
+        action = jnp.where(state.ply < settings.sampling_moves, out.action, greedy)  # [B]
+        buffer = replay_lib.add(
+            buffer,
+            ply_index,
+            games.observation,
+            out.action_weights,
+            legal,
+            games.current_player,
+            state.episode,
+            search_value=out.search_tree.summary().value,
+        )
         mover = games.current_player
         games = jax.vmap(env.step)(games, action)
-        ended = games.terminated | games.truncated                                                # [B]
-        rewards = games.rewards                                                                   # [B, 2]
+        ended = games.terminated | games.truncated  # [B]
+        rewards = games.rewards  # [B, 2]
         resign_games, extra = state.resign, {}
         if resigning:
             # The rule is checked at every ply of every game; a game where resignation is on ends here instead of
             # playing `action`, and ends exactly like a terminal: its positions resolve with the resigner's loss.
-            resign_games, resigned = resign_lib.observe(resign_games, resign_lib.resign_value(out, legal), mover,
-                                                        v_resign)
+            resign_games, resigned = resign_lib.observe(
+                resign_games, resign_lib.resign_value(out, legal), mover, v_resign
+            )
             rewards = jnp.where(resigned[:, None], resign_lib.resign_rewards(mover), rewards)
             ended = ended | resigned
-            extra = {"resigned": resigned.sum(),
-                     "resign_counts": resign_lib.outcome_counts(resign_games, ended, rewards)}
+            extra = {
+                "resigned": resigned.sum(),
+                "resign_counts": resign_lib.outcome_counts(resign_games, ended, rewards),
+            }
             resign_games = resign_lib.restart(resign_games, ended, resign_key, settings.resign_disabled_fraction)
         buffer = replay_lib.resolve(buffer, ended, state.episode, rewards)
         decisive = ended & (jnp.abs(rewards).sum(-1) > 0)
         fresh = jax.vmap(env.init)(jax.random.split(reset_key, num_games))
-        games = jax.tree.map(lambda new, old: jnp.where(ended.reshape((-1,) + (1,) * (old.ndim - 1)), new, old),
-                             fresh, games)
+        games = jax.tree.map(
+            lambda new, old: jnp.where(ended.reshape((-1,) + (1,) * (old.ndim - 1)), new, old), fresh, games
+        )
         length = state.ply + 1
-        state = SelfPlayState(env=games, ply=jnp.where(ended, 0, length), episode=state.episode + ended,
-                              resign=resign_games)
-        metrics = {"games": ended.sum(), "game_length": jnp.where(ended, length, 0).sum(),
-                   "decisive": decisive.sum(), **extra}
+        state = SelfPlayState(
+            env=games, ply=jnp.where(ended, 0, length), episode=state.episode + ended, resign=resign_games
+        )
+        metrics = {
+            "games": ended.sum(),
+            "game_length": jnp.where(ended, length, 0).sum(),
+            "decisive": decisive.sum(),
+            **extra,
+        }
         return (state, buffer), metrics
 
     keys = jax.random.split(rng_key, settings.num_plies)

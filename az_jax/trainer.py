@@ -4,6 +4,7 @@ A thin composition of the pure functions of az_jax/iteration.py with the device 
 host loop (az_jax/loop.py) calls these programs, and checkpoints (az_jax/checkpoint.py) restore into
 `abstract_state()`.
 """
+
 import dataclasses
 import functools
 
@@ -21,6 +22,7 @@ from az_jax.iteration import TrainState
 @dataclasses.dataclass(frozen=True, eq=False)
 class Trainer:
     """Everything static about a run (config, mesh, and the Setup made from the config) and its programs."""
+
     config: Config
     mesh: Mesh
     setup: iteration_lib.Setup = dataclasses.field(init=False)
@@ -46,14 +48,16 @@ class Trainer:
 
     @functools.cached_property
     def _init_state(self):
-        return jax.jit(functools.partial(iteration_lib.init_state, self.setup, self.config.seed),
-                       out_shardings=self.shardings)
+        return jax.jit(
+            functools.partial(iteration_lib.init_state, self.setup, self.config.seed), out_shardings=self.shardings
+        )
 
     def abstract_state(self) -> TrainState:
         """Shapes, dtypes and shardings of the TrainState, without allocating it (for checkpoint restore)."""
         shapes = jax.eval_shape(self.init_state)
         with_sharding = lambda sharding, subtree: jax.tree.map(
-            lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), subtree)
+            lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), subtree
+        )
         return jax.tree.map(with_sharding, self.shardings, shapes, is_leaf=lambda x: isinstance(x, NamedSharding))
 
     # --- programs --------------------------------------------------------------------------------------------------
@@ -61,20 +65,27 @@ class Trainer:
     def iterate(self):
         """state -> (state, metrics): one jitted, data-parallel iteration. The input state's buffers are donated."""
         specs = iteration_lib.state_partition_specs()
-        return sharded(functools.partial(iteration_lib.iteration, self.setup), self.mesh, (specs,), (specs, P()),
-                       donate_argnums=0)
+        return sharded(
+            functools.partial(iteration_lib.iteration, self.setup), self.mesh, (specs,), (specs, P()), donate_argnums=0
+        )
 
     @functools.cached_property
     def gate(self):
         """(params, batch_stats, best, iteration, key) -> (best, metrics): one gating match of the latest weights
         (`params`, `batch_stats` of iteration `iteration`) against `best`, split over the mesh (az_jax/gating.py).
         The input `best` is donated."""
-        return sharded(functools.partial(iteration_lib.gate, self.setup), self.mesh, (P(), P(), P(), P(), P()),
-                       (P(), P()), donate_argnums=2)
+        return sharded(
+            functools.partial(iteration_lib.gate, self.setup),
+            self.mesh,
+            (P(), P(), P(), P(), P()),
+            (P(), P()),
+            donate_argnums=2,
+        )
 
     def match(self, opponent: arena.PlayerFn, num_games: int, num_simulations: int):
         """(variables, key) -> results [num_games]: the network against `opponent` (uniform random, rollout MCTS,
         another run's network), games split over the mesh, random openings paired with colours swapped."""
-        fn = functools.partial(iteration_lib.match, self.setup, opponent=opponent, num_games=num_games,
-                               num_simulations=num_simulations)
+        fn = functools.partial(
+            iteration_lib.match, self.setup, opponent=opponent, num_games=num_games, num_simulations=num_simulations
+        )
         return sharded(fn, self.mesh, (P(), P()), P(DEVICE_AXIS))

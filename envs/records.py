@@ -29,6 +29,7 @@ that every format round-trips them exactly.
 `replay` and the JSON writer run pgx on the host, one jitted `env.step` per ply (compiled once per game and process);
 the SGF and PGN writers and all readers do not run pgx.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,7 +39,8 @@ import json
 import math
 import os
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import chess
 import chess.pgn
@@ -52,17 +54,31 @@ from envs.notation.chess_moves import action_to_move, move_to_action
 from envs.registry import GAMES
 from envs.state import is_over
 
-__all__ = ["GameRecord", "RecordError", "env_functions", "first_mover_result", "go_margin", "initial_state",
-           "read_record", "record_format", "record_text", "replay", "step", "to_json", "to_pgn", "to_sgf",
-           "write_record"]
+__all__ = [
+    "GameRecord",
+    "RecordError",
+    "env_functions",
+    "first_mover_result",
+    "go_margin",
+    "initial_state",
+    "read_record",
+    "record_format",
+    "record_text",
+    "replay",
+    "step",
+    "to_json",
+    "to_pgn",
+    "to_sgf",
+    "write_record",
+]
 
 GO_GAMES = ("go_9x9", "go_19x19")
-UNTERMINATED = "unterminated"          # meta["termination"] of a game stopped before the rules ended it
+UNTERMINATED = "unterminated"  # meta["termination"] of a game stopped before the rules ended it
 _EXTENSIONS = {"sgf": ".sgf", "pgn": ".pgn", "json": ".json"}
 _META_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_PGN_ROSTER = ("Event", "Site", "Date", "Round")          # the roster tags a meta item may fill
+_PGN_ROSTER = ("Event", "Site", "Date", "Round")  # the roster tags a meta item may fill
 _PGN_RESERVED = ("White", "Black", "Result", "FEN", "SetUp", "PgxFirstPlayer")
-_SGF_TAG = "az_jax "                                       # prefix of our JSON in the SGF game comment
+_SGF_TAG = "az_jax "  # prefix of our JSON in the SGF game comment
 _RESULT_PGN = {1.0: "1-0", -1.0: "0-1", 0.0: "1/2-1/2"}
 
 
@@ -86,6 +102,7 @@ class GameRecord:
     first_player: pgx player id (0 or 1) of the first mover, i.e. `env.init(key).current_player`
     meta:         extra facts as sorted (key, value) string pairs; keys are identifiers, values one line
     """
+
     game: str
     actions: tuple[int, ...]
     result: float
@@ -125,8 +142,9 @@ def _normalise_meta(meta: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> tupl
     for key, value in items:
         key, value = str(key), str(value)
         if not _META_KEY.fullmatch(key) or key in _PGN_RESERVED:
-            raise RecordError(f"meta key {key!r} must be an identifier (letters, digits, _), not one of "
-                              f"{', '.join(_PGN_RESERVED)}")
+            raise RecordError(
+                f"meta key {key!r} must be an identifier (letters, digits, _), not one of {', '.join(_PGN_RESERVED)}"
+            )
         if "\n" in value or "\r" in value:
             raise RecordError(f"meta value of {key!r} must be one line")
         out[key] = value
@@ -155,7 +173,7 @@ def _init_key_seed(game: str, first_player: int) -> int:
     `bernoulli(key)` and nothing else in the initial state depends on the key, so this only selects the id; it is a
     deterministic search, not a source of randomness."""
     _, init, _ = env_functions(game)
-    for seed in range(256):     # each seed fails with probability 1/2, so 256 misses never happen in practice
+    for seed in range(256):  # each seed fails with probability 1/2, so 256 misses never happen in practice
         if int(init(jax.random.key(seed)).current_player) == first_player:
             return seed
     raise RecordError(f"no init key gives player {first_player} the first move in {game}")  # pragma: no cover
@@ -174,7 +192,7 @@ def step(game: str, state, action: int, ply: int):
     _, _, step_fn = env_functions(game)
     if is_over(state):
         raise RecordError(f"ply {ply}: action {action} after the end of the game")
-    legal = np.asarray(state.legal_action_mask)     # (not env.num_actions: pgx computes it with an eager init)
+    legal = np.asarray(state.legal_action_mask)  # (not env.num_actions: pgx computes it with an eager init)
     if not 0 <= action < legal.shape[0]:
         raise RecordError(f"ply {ply}: action {action} out of range 0..{legal.shape[0] - 1} for {game}")
     if not bool(legal[action]):
@@ -204,6 +222,7 @@ def go_margin(game: str, state) -> float:
     """Black's Tromp-Taylor area minus White's minus komi in a Go state (what pgx's rewards compare with 0); store it
     as meta "margin" to get RE[B+3.5] instead of RE[B+]."""
     from pgx._src.games.go import _count_scores  # local: private to pgx, and builds jax arrays at import
+
     env, _, _ = env_functions(game)
     scores = np.asarray(_count_scores(state._x, env._game.size))
     return float(scores[0] - env._game.komi - scores[1])
@@ -214,7 +233,7 @@ def go_margin(game: str, state) -> float:
 
 
 def record_format(game: str) -> str:
-    """"sgf" for Go, "pgn" for chess, "json" for every other game."""
+    """ "sgf" for Go, "pgn" for chess, "json" for every other game."""
     return "sgf" if game in GO_GAMES else "pgn" if game == "chess" else "json"
 
 
@@ -250,22 +269,25 @@ def to_sgf(record: GameRecord) -> str:
     root = game.get_root()
     root.set("KM", komi)
     root.set("RU", "Tromp-Taylor")
-    root.set("C", f"pgx {record.game} rules: area scoring with every stone counted alive (Tromp-Taylor), komi "
-                  f"{komi:g}; a move repeating an earlier position loses (positional superko); the game ends after "
-                  f"two passes or {2 * size * size} moves")
+    root.set(
+        "C",
+        f"pgx {record.game} rules: area scoring with every stone counted alive (Tromp-Taylor), komi "
+        f"{komi:g}; a move repeating an earlier position loses (positional superko); the game ends after "
+        f"two passes or {2 * size * size} moves",
+    )
     root.set("PB", record.players[0])
     root.set("PW", record.players[1])
     root.set("RE", _sgf_result(record))
     root.set("GC", _SGF_TAG + json.dumps({"first_player": record.first_player, "meta": record.meta_dict}))
     for ply, action in enumerate(record.actions, start=1):
         node = game.extend_main_sequence()
-        colour = "B" if ply % 2 == 1 else "W"      # pgx Go: Black first, strict alternation (passes are moves)
+        colour = "B" if ply % 2 == 1 else "W"  # pgx Go: Black first, strict alternation (passes are moves)
         try:
             vertex = go.action_to_vertex(action, size)
         except ValueError as e:
             raise RecordError(f"ply {ply}: {e}") from None
         if vertex == go.PASS:
-            node.set_raw(colour, b"")             # FF[4] pass; sgfmill's own set_move would write [tt]
+            node.set_raw(colour, b"")  # FF[4] pass; sgfmill's own set_move would write [tt]
         else:
             node.set_move(colour.lower(), common.move_from_vertex(vertex, size))
     return game.serialise().decode("utf-8")
@@ -311,9 +333,15 @@ def to_json(record: GameRecord) -> str:
     """JSON text of a record of any game, with the move text of each ply (replays the game with pgx)."""
     states = replay(record)
     moves = [notation.format_move(record.game, s, a) for s, a in zip(states, record.actions)]
-    fields = {"game": record.game, "players": list(record.players), "result": int(record.result),
-              "first_player": record.first_player, "meta": record.meta_dict, "moves": moves,
-              "actions": list(record.actions)}
+    fields = {
+        "game": record.game,
+        "players": list(record.players),
+        "result": int(record.result),
+        "first_player": record.first_player,
+        "meta": record.meta_dict,
+        "moves": moves,
+        "actions": list(record.actions),
+    }
     # one key a line, lists inline
     return "{\n" + ",\n".join(f" {json.dumps(k)}: {json.dumps(v)}" for k, v in fields.items()) + "\n}\n"
 
@@ -370,14 +398,16 @@ def from_sgf(text: str | bytes) -> GameRecord:
             raise RecordError(f"SGF node {ply} has no move")
         expected = "b" if ply % 2 == 1 else "w"
         if colour != expected:
-            raise RecordError(f"SGF move {ply} is by {colour.upper()}, expected {expected.upper()} (pgx alternates "
-                              f"colours, Black first)")
+            raise RecordError(
+                f"SGF move {ply} is by {colour.upper()}, expected {expected.upper()} (pgx alternates "
+                f"colours, Black first)"
+            )
         vertex = go.PASS if move is None else common.format_vertex(move)
         actions.append(go.vertex_to_action(vertex, size))
     first_player, meta = 0, {}
     if root.has_property("GC") and root.get("GC").startswith(_SGF_TAG):
         try:
-            extra = json.loads(root.get("GC")[len(_SGF_TAG):])
+            extra = json.loads(root.get("GC")[len(_SGF_TAG) :])
             first_player, meta = int(extra.get("first_player", 0)), dict(extra.get("meta", {}))
         except (ValueError, TypeError, AttributeError) as e:
             raise RecordError(f"SGF game comment: bad az_jax data: {e}") from None
@@ -388,8 +418,9 @@ def from_sgf(text: str | bytes) -> GameRecord:
 
 def from_pgn(text: str) -> GameRecord:
     """A chess record from PGN text (the first game's main line, from the standard starting position)."""
+
     class _Builder(chess.pgn.GameBuilder):
-        def handle_error(self, error):     # collect, do not log: the caller reports one line
+        def handle_error(self, error):  # collect, do not log: the caller reports one line
             self.game.errors.append(error)
 
     game = chess.pgn.read_game(io.StringIO(text), Visitor=_Builder)
@@ -444,8 +475,7 @@ def from_json(text: str) -> GameRecord:
             state = step(game, state, action, ply)
     if not isinstance(actions, list) or not all(isinstance(a, int) and not isinstance(a, bool) for a in actions):
         raise RecordError("JSON record: actions must be a list of integers")
-    return GameRecord(game, tuple(actions), data.get("result", 0), tuple(players), first_player,
-                      data.get("meta", {}))
+    return GameRecord(game, tuple(actions), data.get("result", 0), tuple(players), first_player, data.get("meta", {}))
 
 
 _READERS = {".sgf": from_sgf, ".pgn": from_pgn, ".json": from_json}

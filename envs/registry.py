@@ -13,6 +13,7 @@ implies for chess: 0.3 × ~35 legal moves ≈ 10), clipped to at most 1.0 (alpha
 drowns the prior). Go 9×9 takes the paper's Go value scaled by board area, 0.03 × 361 / 81 ≈ 0.13. Random play
 undercounts the legal moves of real games where pieces develop (chess: 22.6 random vs ~35 typical), noted per game.
 """
+
 import dataclasses
 from typing import Literal
 
@@ -28,14 +29,15 @@ class UnknownGameError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class GameSpec:
     """Per-game facts. All fields are static Python values (safe to close over in jitted code)."""
-    name: str                      # registry name, equal to pgx's env id
-    dirichlet_alpha: float         # root noise concentration (see module docstring)
-    typical_legal_moves: float     # L used to pick dirichlet_alpha (experiments/legal_moves.py, random play)
-    max_length: int                # ply cap enforced by pgx (or the longest possible game where the rules end it)
-    cap_rule: CapRule              # what a game at the cap counts as: draw, scored by the rules, or no cap needed
-    temperature_moves: int         # plies sampled ∝ visit counts before playing greedily (paper: 30 for Go/chess)
+
+    name: str  # registry name, equal to pgx's env id
+    dirichlet_alpha: float  # root noise concentration (see module docstring)
+    typical_legal_moves: float  # L used to pick dirichlet_alpha (experiments/legal_moves.py, random play)
+    max_length: int  # ply cap enforced by pgx (or the longest possible game where the rules end it)
+    cap_rule: CapRule  # what a game at the cap counts as: draw, scored by the rules, or no cap needed
+    temperature_moves: int  # plies sampled ∝ visit counts before playing greedily (paper: 30 for Go/chess)
     symmetries: tuple[str, ...] = ()  # board symmetries the rules have (used by the AlphaGo Zero variant)
-    opening_plies: int = 4         # random plies that open an evaluation game (see below)
+    opening_plies: int = 4  # random plies that open an evaluation game (see below)
 
     def make(self) -> pgx.Env:
         return pgx.make(self.name)
@@ -58,35 +60,105 @@ D8 = ("identity", "rot90", "rot180", "rot270", "flip_lr", "flip_ud", "transpose"
 # Opening plies: random plies before the players of an evaluation match take over (games 2k and 2k+1 share one
 # opening, colours swapped): enough distinct openings for a few hundred games between deterministic players, few enough
 # to leave the game balanced. 4 for every game but tic_tac_toe (2).
-GAMES: dict[str, GameSpec] = {g.name: g for g in [
-    # L ≈ 5.4 (random play); 10/5.4 = 1.9 -> clipped to 1. A game is at most 9 plies: sample the first 4.
-    GameSpec("tic_tac_toe", dirichlet_alpha=1.0, typical_legal_moves=5.4, max_length=9, cap_rule="none",
-             temperature_moves=4, symmetries=D8, opening_plies=2),
-    # L ≈ 6.7 -> 10/6.7 = 1.5, clipped to 1.
-    GameSpec("connect_four", dirichlet_alpha=1.0, typical_legal_moves=6.7, max_length=42, cap_rule="none",
-             temperature_moves=8, symmetries=("identity", "flip_lr")),
-    # L ≈ 8.5 -> 10/8.5 = 1.2, clipped to 1.
-    GameSpec("othello", dirichlet_alpha=1.0, typical_legal_moves=8.5, max_length=130, cap_rule="none",
-             temperature_moves=15, symmetries=("identity", "rot180", "transpose", "antitranspose")),
-    # L ≈ 68 on 11×11 -> 10/68 ≈ 0.15.
-    GameSpec("hex", dirichlet_alpha=0.15, typical_legal_moves=68.4, max_length=121, cap_rule="none",
-             temperature_moves=15, symmetries=("identity", "rot180")),
-    # Random play gives L ≈ 33 (it fills the board unlike real games); we scale the paper's 19×19 value by area.
-    GameSpec("go_9x9", dirichlet_alpha=0.13, typical_legal_moves=33.2, max_length=162, cap_rule="scored",
-             temperature_moves=15, symmetries=D8),
-    GameSpec("go_19x19", dirichlet_alpha=0.03, typical_legal_moves=250.0, max_length=722, cap_rule="scored",
-             temperature_moves=30, symmetries=D8),
-    GameSpec("chess", dirichlet_alpha=0.3, typical_legal_moves=35.0, max_length=512, cap_rule="draw",
-             temperature_moves=30),
-    # Random play gives L ≈ 9.3; random chess underestimates real chess by 35/22.6, so L ≈ 14 -> 10/14 ≈ 0.7.
-    GameSpec("gardner_chess", dirichlet_alpha=0.7, typical_legal_moves=14.4, max_length=256, cap_rule="draw",
-             temperature_moves=15),
-    GameSpec("shogi", dirichlet_alpha=0.15, typical_legal_moves=80.0, max_length=512, cap_rule="draw",
-             temperature_moves=30),
-    # L ≈ 6.9 -> 10/6.9 = 1.4, clipped to 1.
-    GameSpec("animal_shogi", dirichlet_alpha=1.0, typical_legal_moves=6.9, max_length=256, cap_rule="draw",
-             temperature_moves=10),
-]}
+GAMES: dict[str, GameSpec] = {
+    g.name: g
+    for g in [
+        # L ≈ 5.4 (random play); 10/5.4 = 1.9 -> clipped to 1. A game is at most 9 plies: sample the first 4.
+        GameSpec(
+            "tic_tac_toe",
+            dirichlet_alpha=1.0,
+            typical_legal_moves=5.4,
+            max_length=9,
+            cap_rule="none",
+            temperature_moves=4,
+            symmetries=D8,
+            opening_plies=2,
+        ),
+        # L ≈ 6.7 -> 10/6.7 = 1.5, clipped to 1.
+        GameSpec(
+            "connect_four",
+            dirichlet_alpha=1.0,
+            typical_legal_moves=6.7,
+            max_length=42,
+            cap_rule="none",
+            temperature_moves=8,
+            symmetries=("identity", "flip_lr"),
+        ),
+        # L ≈ 8.5 -> 10/8.5 = 1.2, clipped to 1.
+        GameSpec(
+            "othello",
+            dirichlet_alpha=1.0,
+            typical_legal_moves=8.5,
+            max_length=130,
+            cap_rule="none",
+            temperature_moves=15,
+            symmetries=("identity", "rot180", "transpose", "antitranspose"),
+        ),
+        # L ≈ 68 on 11×11 -> 10/68 ≈ 0.15.
+        GameSpec(
+            "hex",
+            dirichlet_alpha=0.15,
+            typical_legal_moves=68.4,
+            max_length=121,
+            cap_rule="none",
+            temperature_moves=15,
+            symmetries=("identity", "rot180"),
+        ),
+        # Random play gives L ≈ 33 (it fills the board unlike real games); we scale the paper's 19×19 value by area.
+        GameSpec(
+            "go_9x9",
+            dirichlet_alpha=0.13,
+            typical_legal_moves=33.2,
+            max_length=162,
+            cap_rule="scored",
+            temperature_moves=15,
+            symmetries=D8,
+        ),
+        GameSpec(
+            "go_19x19",
+            dirichlet_alpha=0.03,
+            typical_legal_moves=250.0,
+            max_length=722,
+            cap_rule="scored",
+            temperature_moves=30,
+            symmetries=D8,
+        ),
+        GameSpec(
+            "chess",
+            dirichlet_alpha=0.3,
+            typical_legal_moves=35.0,
+            max_length=512,
+            cap_rule="draw",
+            temperature_moves=30,
+        ),
+        # Random play gives L ≈ 9.3; random chess underestimates real chess by 35/22.6, so L ≈ 14 -> 10/14 ≈ 0.7.
+        GameSpec(
+            "gardner_chess",
+            dirichlet_alpha=0.7,
+            typical_legal_moves=14.4,
+            max_length=256,
+            cap_rule="draw",
+            temperature_moves=15,
+        ),
+        GameSpec(
+            "shogi",
+            dirichlet_alpha=0.15,
+            typical_legal_moves=80.0,
+            max_length=512,
+            cap_rule="draw",
+            temperature_moves=30,
+        ),
+        # L ≈ 6.9 -> 10/6.9 = 1.4, clipped to 1.
+        GameSpec(
+            "animal_shogi",
+            dirichlet_alpha=1.0,
+            typical_legal_moves=6.9,
+            max_length=256,
+            cap_rule="draw",
+            temperature_moves=10,
+        ),
+    ]
+}
 
 
 def game_names() -> list[str]:

@@ -5,16 +5,26 @@ the game's usual notation (`position_from_moves`, see `envs/notation/`). The dra
 (`pgx.State.to_svg`, light colour theme, scale 1): e.g. connect_four is 280 x 280 px with the first player's discs
 drawn as black circles and the second player's as white ones; Go draws Black's stones black.
 """
+
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from envs import notation, records
 from envs.records import RecordError
 
-__all__ = ["OUTPUT_FORMATS", "RenderError", "check_output_path", "position_from_moves", "position_from_record",
-           "render_png", "render_svg", "svg_to_png", "write_image"]
+__all__ = [
+    "OUTPUT_FORMATS",
+    "RenderError",
+    "check_output_path",
+    "position_from_moves",
+    "position_from_record",
+    "render_png",
+    "render_svg",
+    "svg_to_png",
+    "write_image",
+]
 
 OUTPUT_FORMATS = (".svg", ".png")
 
@@ -35,6 +45,7 @@ def render_svg(game: str, state) -> str:
 def svg_to_png(svg: str) -> bytes:
     """PNG bytes of an SVG document (cairosvg, 96 dpi: one SVG px is one PNG pixel)."""
     import cairosvg  # local: slow to import (loads the cairo C library), and only PNG output needs it
+
     return cairosvg.svg2png(bytestring=svg.encode("utf-8"))
 
 
@@ -76,8 +87,9 @@ def position_from_record(path: str | os.PathLike, ply: int | None = None) -> tup
         ply = n
     if not 0 <= ply <= n:
         raise RenderError(f"ply {ply} out of range: the record has {n} plies (0..{n})")
-    record = records.GameRecord(record.game, record.actions[:ply], record.result, record.players,
-                                record.first_player, record.meta)
+    record = records.GameRecord(
+        record.game, record.actions[:ply], record.result, record.players, record.first_player, record.meta
+    )
     return record.game, records.replay(record)[-1]
 
 

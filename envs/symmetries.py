@@ -22,11 +22,13 @@ action table is the symmetry applied to the row of column indices.
 
 A game that declares no symmetries (chess, shogi, ...) has one, the identity, and every transform returns its input.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -54,6 +56,7 @@ ActionLayout = Literal["cells", "columns"]
 @dataclasses.dataclass(frozen=True)
 class Board:
     """The geometry the tables need: board size, action count and what the actions index."""
+
     height: int
     width: int
     num_actions: int
@@ -64,20 +67,21 @@ class Board:
 BOARDS: dict[str, Board] = {
     "tic_tac_toe": Board(3, 3, 9, "cells"),
     "connect_four": Board(6, 7, 7, "columns"),
-    "othello": Board(8, 8, 65, "cells"),          # 64 cells + pass
-    "hex": Board(11, 11, 122, "cells"),           # 121 cells + swap
-    "go_9x9": Board(9, 9, 82, "cells"),           # 81 points + pass
-    "go_19x19": Board(19, 19, 362, "cells"),      # 361 points + pass
+    "othello": Board(8, 8, 65, "cells"),  # 64 cells + pass
+    "hex": Board(11, 11, 122, "cells"),  # 121 cells + swap
+    "go_9x9": Board(9, 9, 82, "cells"),  # 81 points + pass
+    "go_19x19": Board(19, 19, 362, "cells"),  # 361 points + pass
 }
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Tables:
     """Gather tables of one game's K symmetries (NumPy, built once)."""
-    names: tuple[str, ...]        # K names, identity first
-    cell_source: np.ndarray       # [K, H·W] int32: transformed cell q shows original cell cell_source[k, q]
-    action_source: np.ndarray     # [K, A] int32: transformed action q is original action action_source[k, q]
-    action_image: np.ndarray      # [K, A] int32: g_k(a), the inverse permutation of action_source[k]
+
+    names: tuple[str, ...]  # K names, identity first
+    cell_source: np.ndarray  # [K, H·W] int32: transformed cell q shows original cell cell_source[k, q]
+    action_source: np.ndarray  # [K, A] int32: transformed action q is original action action_source[k, q]
+    action_image: np.ndarray  # [K, A] int32: g_k(a), the inverse permutation of action_source[k]
 
 
 def _permutation_of(name: str, height: int, width: int) -> np.ndarray:
@@ -100,21 +104,22 @@ def tables(game: str) -> Tables:
     names = symmetry_names(game)
     unknown = [n for n in names if n not in OPERATIONS]
     if unknown or names[0] != "identity":
-        raise ValueError(f"{game}: symmetries must start with 'identity' and come from {', '.join(OPERATIONS)}; "
-                         f"got {names}")
+        raise ValueError(
+            f"{game}: symmetries must start with 'identity' and come from {', '.join(OPERATIONS)}; got {names}"
+        )
     if names == ("identity",):  # no board geometry needed: every transform returns its input
         empty = np.zeros((1, 0), np.int32)
         return Tables(names, empty, empty, empty)
     board = BOARDS[game]
-    cells = np.stack([_permutation_of(n, board.height, board.width) for n in names])          # [K, H·W]
+    cells = np.stack([_permutation_of(n, board.height, board.width) for n in names])  # [K, H·W]
     if board.actions == "columns":
         # A column action drops a piece to the lowest empty row: only symmetries that keep rows in place (identity,
         # flip_lr) turn a column move into a column move (flip_ud would turn gravity upside down).
         if any(n not in ("identity", "flip_lr") for n in names):
             raise ValueError(f"{game}: only identity and flip_lr keep its column actions, got {names}")
-        actions = np.stack([_permutation_of(n, 1, board.width) for n in names])                # [K, W]
+        actions = np.stack([_permutation_of(n, 1, board.width) for n in names])  # [K, W]
     else:
-        extra = np.arange(board.height * board.width, board.num_actions)                         # not board cells
+        extra = np.arange(board.height * board.width, board.num_actions)  # not board cells
         actions = np.concatenate([cells, np.broadcast_to(extra, (len(names), extra.size))], axis=1)
     image = np.argsort(actions, axis=1)
     return Tables(names, cells.astype(np.int32), actions.astype(np.int32), image.astype(np.int32))
@@ -133,7 +138,7 @@ def random_symmetry(game: str, rng_key: jax.Array, batch_size: int) -> jax.Array
 def _gather(table: np.ndarray, sym_index, x: jax.Array, axis: int) -> jax.Array:
     """x [B, N, ...] gathered along `axis` (=1) by table[sym_index] ([B, N]); sym_index is an int or [B]."""
     index = jnp.take(jnp.asarray(table), jnp.broadcast_to(jnp.asarray(sym_index, jnp.int32), x.shape[:1]), axis=0)
-    index = index.reshape(index.shape + (1,) * (x.ndim - 2))                                    # [B, N, 1...]
+    index = index.reshape(index.shape + (1,) * (x.ndim - 2))  # [B, N, 1...]
     return jnp.take_along_axis(x, index, axis=axis)
 
 

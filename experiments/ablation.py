@@ -20,6 +20,7 @@ elo_vs_time.png.
 
     python experiments/ablation.py --out experiments/ablation --iterations 20 --games 40
 """
+
 import argparse
 import os
 import time
@@ -43,6 +44,7 @@ def variant_config(game: str, variant: str, iterations: int, overrides: list[str
     """The `small_agz` preset (= `small` with the AlphaGo Zero variant and small gating/resignation settings), with
     the variant's switches: every run shares every other value, including the switches' own parameters."""
     from az_jax import config as config_lib
+
     # In-training evaluation off (rating is done afterwards, for every run alike); every checkpoint kept.
     common = [f"num_iterations={iterations}", "eval_every=0", "keep_checkpoints=0", *overrides]
     return config_lib.override(config_lib.preset(game, "small_agz"), ABLATION_SWITCHES[variant] + common)
@@ -51,6 +53,7 @@ def variant_config(game: str, variant: str, iterations: int, overrides: list[str
 def train_all(runs_dir: str, game: str, variants: list[str], iterations: int, overrides: list[str], log) -> dict:
     """Trains (or resumes) every variant's run; returns {variant: run_dir}."""
     from az_jax.loop import train_and_evaluate
+
     runs = {}
     for variant in variants:
         config = variant_config(game, variant, iterations, overrides)
@@ -67,6 +70,7 @@ def training_seconds(run_dir: str) -> dict[int, float]:
     """{iteration: seconds of training up to it}: self-play + learning + gating matches (metrics.jsonl). The first
     iteration (and the first gating match) include their compilation."""
     from az_jax.metrics import read_metrics
+
     total, out = 0.0, {}
     for r in read_metrics(run_dir):
         total += r["perf/iteration_seconds"] + r.get("gating/seconds", 0.0)
@@ -91,17 +95,19 @@ def rate(out_dir: str, game: str, runs: dict, games: int, simulations: int, mcts
     from az_jax.evaluation import match as match_lib
     from az_jax.evaluation import players as players_lib
     from az_jax.evaluation.ladder import checkpoint_steps
+
     variants = list(runs)
     steps = checkpoint_steps(runs[variants[0]])
-    eval_config = load_agent(runs[variants[0]], step=steps[0]).config   # alphazero's: the one evaluation search
+    eval_config = load_agent(runs[variants[0]], step=steps[0]).config  # alphazero's: the one evaluation search
     apply = players_lib.network_apply(eval_config, simulations)
     players = {}
     for v, run_dir in runs.items():
         if checkpoint_steps(run_dir) != steps:
             raise SystemExit(f"{run_dir} has checkpoints {checkpoint_steps(run_dir)}, expected {steps}")
         for s in steps:
-            players[f"{v}@{s}"] = players_lib.JaxPlayer(f"{v}@{s}", apply, load_agent(run_dir, step=s).variables,
-                                                        step=s, simulations=simulations)
+            players[f"{v}@{s}"] = players_lib.JaxPlayer(
+                f"{v}@{s}", apply, load_agent(run_dir, step=s).variables, step=s, simulations=simulations
+            )
     for spec in ("random", mcts_spec):
         p = players_lib.make_player(spec, game)
         players[p.name] = p
@@ -115,12 +121,21 @@ def rate(out_dir: str, game: str, runs: dict, games: int, simulations: int, mcts
         key = (a, b, games, simulations, seed)
         if key not in done:
             t0 = time.perf_counter()
-            played = match_lib.play_jax_match(game, players[a], players[b], jax.random.fold_in(jax.random.key(seed), i),
-                                              games, opening_plies=opening)
+            played = match_lib.play_jax_match(
+                game, players[a], players[b], jax.random.fold_in(jax.random.key(seed), i), games, opening_plies=opening
+            )
             r = [g.result for g in played]
-            done[key] = {"a": a, "b": b, "wins": sum(x > 0 for x in r), "draws": sum(x == 0 for x in r),
-                         "losses": sum(x < 0 for x in r), "games": games, "simulations": simulations, "seed": seed,
-                         "seconds": time.perf_counter() - t0}
+            done[key] = {
+                "a": a,
+                "b": b,
+                "wins": sum(x > 0 for x in r),
+                "draws": sum(x == 0 for x in r),
+                "losses": sum(x < 0 for x in r),
+                "games": games,
+                "simulations": simulations,
+                "seed": seed,
+                "seconds": time.perf_counter() - t0,
+            }
             append_jsonl(path, done[key])
             m = done[key]
             log(f"[{i + 1}/{len(todo)}] {a} vs {b}: +{m['wins']} ={m['draws']} -{m['losses']} ({m['seconds']:.0f} s)")
@@ -132,8 +147,16 @@ def rate(out_dir: str, game: str, runs: dict, games: int, simulations: int, mcts
         seconds = training_seconds(run_dir)
         for s in steps:
             low, high = fit.interval(f"{v}@{s}")
-            rows.append({"variant": v, "iteration": s, "train_minutes": seconds[s] / 60,
-                         "elo": fit.rating(f"{v}@{s}"), "elo_low": low, "elo_high": high})
+            rows.append(
+                {
+                    "variant": v,
+                    "iteration": s,
+                    "train_minutes": seconds[s] / 60,
+                    "elo": fit.rating(f"{v}@{s}"),
+                    "elo_low": low,
+                    "elo_high": high,
+                }
+            )
     baselines = {name: (fit.rating(name), *fit.interval(name)) for name in ("random", mcts)}
     return fit, rows, baselines, results
 
@@ -150,22 +173,30 @@ def head_to_head(results, variants: list[str], steps: list[int]) -> dict:
     return out
 
 
-def write_outputs(out_dir: str, rows: list[dict], baselines: dict, h2h: dict, steps_per_iteration: int,
-                  header: str) -> str:
+def write_outputs(
+    out_dir: str, rows: list[dict], baselines: dict, h2h: dict, steps_per_iteration: int, header: str
+) -> str:
     write_csv(os.path.join(out_dir, "ratings.csv"), rows)
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     steps = sorted({r["iteration"] for r in rows})
-    lines = [header, "", "Elo (95% interval) at each checkpoint; anchor uniform random = 0. "
-             f"Gradient steps = iteration × {steps_per_iteration}.", "",
-             "| variant | " + " | ".join(f"it {s}" for s in steps)
-             + " | minutes to last | vs alphazero, same step (W-D-L) |",
-             "|---|" + "---|" * (len(steps) + 2)]
+    lines = [
+        header,
+        "",
+        "Elo (95% interval) at each checkpoint; anchor uniform random = 0. "
+        f"Gradient steps = iteration × {steps_per_iteration}.",
+        "",
+        "| variant | "
+        + " | ".join(f"it {s}" for s in steps)
+        + " | minutes to last | vs alphazero, same step (W-D-L) |",
+        "|---|" + "---|" * (len(steps) + 2),
+    ]
     for v in variants:
         cells = [f"{r['elo']:.0f} [{r['elo_low']:.0f}, {r['elo_high']:.0f}]" for r in rows if r["variant"] == v]
         minutes = [r["train_minutes"] for r in rows if r["variant"] == v][-1]
         w, d, l = h2h.get(v, ("", "", ""))
-        lines.append(f"| {v} | " + " | ".join(cells) + f" | {minutes:.1f} | " + (f"{w}-{d}-{l}" if v in h2h else "—")
-                     + " |")
+        lines.append(
+            f"| {v} | " + " | ".join(cells) + f" | {minutes:.1f} | " + (f"{w}-{d}-{l}" if v in h2h else "—") + " |"
+        )
     lines += [""] + [f"{name}: {e:.0f} [{lo:.0f}, {hi:.0f}]" for name, (e, lo, hi) in baselines.items()]
     table = "\n".join(lines)
     with open(os.path.join(out_dir, "ratings.md"), "w") as f:
@@ -176,18 +207,29 @@ def write_outputs(out_dir: str, rows: list[dict], baselines: dict, h2h: dict, st
 
 def plot(rows: list[dict], baselines: dict, out_dir: str, steps_per_iteration: int) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     variants = list(dict.fromkeys(r["variant"] for r in rows))
-    for x_key, label, file, scale in (("iteration", "gradient steps", "elo_vs_step.png", steps_per_iteration),
-                                      ("train_minutes", "training wall-clock (minutes)", "elo_vs_time.png", 1)):
+    for x_key, label, file, scale in (
+        ("iteration", "gradient steps", "elo_vs_step.png", steps_per_iteration),
+        ("train_minutes", "training wall-clock (minutes)", "elo_vs_time.png", 1),
+    ):
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for i, v in enumerate(variants):
             pts = [r for r in rows if r["variant"] == v]
             xs = [r[x_key] * scale for r in pts]
-            ax.errorbar(xs, [r["elo"] for r in pts], yerr=[[r["elo"] - r["elo_low"] for r in pts],
-                                                           [r["elo_high"] - r["elo"] for r in pts]],
-                        marker="o", capsize=3, color=f"C{i}", label=v, alpha=0.85)
+            ax.errorbar(
+                xs,
+                [r["elo"] for r in pts],
+                yerr=[[r["elo"] - r["elo_low"] for r in pts], [r["elo_high"] - r["elo"] for r in pts]],
+                marker="o",
+                capsize=3,
+                color=f"C{i}",
+                label=v,
+                alpha=0.85,
+            )
         for j, (name, (e, _, _)) in enumerate(baselines.items()):
             ax.axhline(e, linestyle="--", color="grey", alpha=0.6)
             ax.annotate(name, (ax.get_xlim()[0], e), fontsize=8, color="grey", va="bottom")
@@ -207,8 +249,13 @@ def main(argv=None) -> None:
     parser.add_argument("--game", default="connect_four")
     parser.add_argument("--variants", default=",".join(ABLATION_SWITCHES), help="comma-separated, alphazero first")
     parser.add_argument("--iterations", type=int, default=20, help="training iterations per run")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="config override for every run (e.g. checkpoint_every=5)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override for every run (e.g. checkpoint_every=5)",
+    )
     parser.add_argument("--games", type=int, default=40, help="games per pairing")
     parser.add_argument("--simulations", type=int, default=32, help="search simulations per move of the checkpoints")
     parser.add_argument("--mcts", default="mcts:sims=100", help="the rollout-MCTS baseline's player spec")
@@ -224,16 +271,22 @@ def main(argv=None) -> None:
     runs_dir = args.runs_dir or os.path.join("runs", "ablation", args.game)
     runs = train_all(runs_dir, args.game, variants, args.iterations, args.set, log)
     config = variant_config(args.game, "alphazero", args.iterations, args.set)
-    fit, rows, baselines, results = rate(args.out, args.game, runs, args.games, args.simulations, args.mcts, args.seed,
-                                         log)
+    fit, rows, baselines, results = rate(
+        args.out, args.game, runs, args.games, args.simulations, args.mcts, args.seed, log
+    )
     steps = sorted({r["iteration"] for r in rows})
-    header = (f"{args.game}: {args.iterations} iterations of {config.selfplay_batch_size} games × "
-              f"{config.selfplay_steps} plies ({config.positions_per_iteration} positions) and "
-              f"{config.train_steps_per_iteration} gradient steps of {config.batch_size}; {config.num_blocks} blocks × "
-              f"{config.num_channels}; {config.num_simulations} simulations per self-play move. Rating: {args.games} "
-              f"games per pairing, checkpoints searching {args.simulations} simulations.")
-    print(write_outputs(args.out, rows, baselines, head_to_head(results, variants, steps),
-                        config.train_steps_per_iteration, header))
+    header = (
+        f"{args.game}: {args.iterations} iterations of {config.selfplay_batch_size} games × "
+        f"{config.selfplay_steps} plies ({config.positions_per_iteration} positions) and "
+        f"{config.train_steps_per_iteration} gradient steps of {config.batch_size}; {config.num_blocks} blocks × "
+        f"{config.num_channels}; {config.num_simulations} simulations per self-play move. Rating: {args.games} "
+        f"games per pairing, checkpoints searching {args.simulations} simulations."
+    )
+    print(
+        write_outputs(
+            args.out, rows, baselines, head_to_head(results, variants, steps), config.train_steps_per_iteration, header
+        )
+    )
 
 
 if __name__ == "__main__":

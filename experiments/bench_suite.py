@@ -10,6 +10,7 @@ experiments/results/bench_cpu_<case>_<N>dev.json`; the scaling case also runs on
 (`..._1dev_one_thread.json`), for the per-core scaling. The table goes to experiments/results/bench_cpu_table.md. Run it on
 an otherwise idle machine: every figure depends on the load (the JSON records the load average before and after).
 """
+
 import argparse
 import json
 import os
@@ -21,8 +22,15 @@ RESULTS = os.path.join(HERE, "results")
 
 # The reference settings are those of the pgx AlphaZero example's table in issue 4 (6 × 128 network, Gumbel search
 # with 32 simulations, 32 games per batch, 16 plies per iteration, training batch 128).
-REFERENCE = ["num_blocks=6", "num_channels=128", "search=gumbel", "num_simulations=32", "selfplay_batch_size=32",
-             "selfplay_steps=16", "batch_size=128"]
+REFERENCE = [
+    "num_blocks=6",
+    "num_channels=128",
+    "search=gumbel",
+    "num_simulations=32",
+    "selfplay_batch_size=32",
+    "selfplay_steps=16",
+    "batch_size=128",
+]
 CASES = {
     "connect_four_reference": ("connect_four", "small", REFERENCE),
     "go_9x9_reference": ("go_9x9", "small", REFERENCE),
@@ -44,8 +52,20 @@ def path_for(case: str, devices: int | str) -> str:
 def run(case: str, devices: int, repeats: int, one_thread: bool = False) -> None:
     game, preset, overrides = CASES[case]
     out = path_for(case, ONE_THREAD if one_thread else devices)
-    command = [sys.executable, os.path.join(HERE, "benchmark.py"), "--game", game, "--preset", preset,
-               "--devices", str(devices), "--repeats", str(repeats), "--json", out]
+    command = [
+        sys.executable,
+        os.path.join(HERE, "benchmark.py"),
+        "--game",
+        game,
+        "--preset",
+        preset,
+        "--devices",
+        str(devices),
+        "--repeats",
+        str(repeats),
+        "--json",
+        out,
+    ]
     for override in overrides:
         command += ["--set", override]
     env = dict(os.environ)
@@ -56,9 +76,11 @@ def run(case: str, devices: int, repeats: int, one_thread: bool = False) -> None
 
 
 def table(cases) -> str:
-    lines = ["| case | game | devices | self-play positions/s | simulations/s | training samples/s | network share "
-             "of a ply | self-play MFU | compile s | recompiles after call 1 | load before |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| case | game | devices | self-play positions/s | simulations/s | training samples/s | network share "
+        "of a ply | self-play MFU | compile s | recompiles after call 1 | load before |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for case in cases:
         for devices in (1, ONE_THREAD, 2):
             if not os.path.exists(path_for(case, devices)):
@@ -73,7 +95,8 @@ def table(cases) -> str:
                 f"{100 * r['split']['share_of_ply']['network']:.0f}% | {100 * fl['selfplay_mfu']:.0f}% of "
                 f"{fl['peak_flops_per_second'] / 1e9:.0f} GFLOP/s | "
                 f"{comp['iteration_lower_plus_compile_seconds']:.1f} | {comp['backend_compiles_in_calls_2_and_3']} | "
-                f"{r['environment']['loadavg_before'][0]:.2f} |")
+                f"{r['environment']['loadavg_before'][0]:.2f} |"
+            )
     ratios = []
     for case in cases:
         paths = [path_for(case, d) for d in (1, 2)]

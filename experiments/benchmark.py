@@ -7,6 +7,7 @@ tree bookkeeping split of a self-play ply, compile time, peak memory, FLOPs and 
 The same as `az-jax bench ...`: on CPU, --devices host devices are created before JAX starts (default: one per core).
 Prints the JSON (or writes it to --json) and then a short table.
 """
+
 import os
 import sys
 

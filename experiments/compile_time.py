@@ -6,6 +6,7 @@ XLA_FLAGS are taken from the environment, so compiler flags can be compared run 
 JAX_COMPILATION_CACHE_DIR set (and JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0), a second run shows the cost of a
 persistent-cache hit.
 """
+
 import argparse
 import os
 import sys
@@ -22,6 +23,7 @@ def main(argv=None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
     from az_jax import host_devices
+
     host_devices.setup(args.devices)
     from az_jax.config import override, preset
     from az_jax.devices import make_mesh
@@ -34,9 +36,11 @@ def main(argv=None) -> int:
     t1 = time.perf_counter()
     lowered.compile()
     t2 = time.perf_counter()
-    print(f"{args.game} {args.preset} {args.set} on {trainer.num_devices} devices, G = "
-          f"{config.train_steps_per_iteration} gradient steps, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}: "
-          f"lower {t1 - t0:.1f} s, compile {t2 - t1:.1f} s")
+    print(
+        f"{args.game} {args.preset} {args.set} on {trainer.num_devices} devices, G = "
+        f"{config.train_steps_per_iteration} gradient steps, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}: "
+        f"lower {t1 - t0:.1f} s, compile {t2 - t1:.1f} s"
+    )
     return 0
 
 

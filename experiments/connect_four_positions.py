@@ -1,7 +1,8 @@
 """Generates the connect-four solver benchmark's position set (az_jax/evaluation/connect_four_solver.py):
 
-    python experiments/connect_four_positions.py --positions 1000 --seed 0 --out experiments/data/connect_four_positions.jsonl
+python experiments/connect_four_positions.py --positions 1000 --seed 0 --out experiments/data/connect_four_positions.jsonl
 """
+
 import argparse
 import collections
 import os
@@ -26,8 +27,10 @@ def main(argv=None) -> int:
     positions = solver_lib.generate(args.positions, seed=args.seed, max_depth=args.max_depth, p_good=args.p_good)
     solver_lib.save(args.out, positions)
     values = collections.Counter(positions.value.tolist())
-    print(f"{len(positions.moves)} positions ({values[1]} won, {values[0]} drawn for the mover), depth "
-          f"{positions.depth.min()}-{positions.depth.max()}, {time.perf_counter() - t0:.0f} s -> {args.out}")
+    print(
+        f"{len(positions.moves)} positions ({values[1]} won, {values[0]} drawn for the mover), depth "
+        f"{positions.depth.min()}-{positions.depth.max()}, {time.perf_counter() - t0:.0f} s -> {args.out}"
+    )
     return 0
 
 

@@ -6,6 +6,7 @@ stem and 12 block convolutions) on connect_four's 6 × 7 board, split over host 
 Run it next to `az-jax bench` to see whether the network runs at the speed the convolutions themselves allow
 (README, "Performance"; experiments/PERFORMANCE.md §2). Pin with `taskset -c 0` to see one core alone.
 """
+
 import argparse
 import time
 
@@ -18,9 +19,11 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=8)
     args = parser.parse_args(argv)
     import jax
+
     jax.config.update("jax_num_cpu_devices", args.devices)
     import jax.numpy as jnp
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     b, c, layers = args.batch, args.channels, 13
     mesh = Mesh(jax.devices(), ("d",))
@@ -28,8 +31,9 @@ def main(argv=None) -> int:
 
     def chain(x):
         for _ in range(layers):
-            x = jax.nn.relu(jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
-                                                         dimension_numbers=("NHWC", "HWIO", "NHWC")))
+            x = jax.nn.relu(
+                jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+            )
         return x
 
     f = jax.jit(jax.shard_map(chain, mesh=mesh, in_specs=P("d"), out_specs=P("d")))
@@ -41,9 +45,11 @@ def main(argv=None) -> int:
         jax.block_until_ready(f(x))
         times.append(time.perf_counter() - t0)
     median = sorted(times)[len(times) // 2]
-    flops = layers * 2 * b * 6 * 7 * 9 * c * c          # multiply-adds of a SAME 3 × 3 convolution, × 2
-    print(f"{args.devices} device(s), batch {b}, {c} channels: {median * 1e3:.1f} ms per chain, "
-          f"{flops / median / 1e9:.1f} GFLOP/s")
+    flops = layers * 2 * b * 6 * 7 * 9 * c * c  # multiply-adds of a SAME 3 × 3 convolution, × 2
+    print(
+        f"{args.devices} device(s), batch {b}, {c} channels: {median * 1e3:.1f} ms per chain, "
+        f"{flops / median / 1e9:.1f} GFLOP/s"
+    )
     return 0
 
 

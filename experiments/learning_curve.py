@@ -3,6 +3,7 @@ steps, the score against each fixed baseline of the run's `eval_opponents` (W + 
 
     python experiments/learning_curve.py runs/connect_four-small
 """
+
 import argparse
 import re
 
@@ -26,9 +27,17 @@ def curve(run_dir: str) -> tuple[list[str], list[dict]]:
             continue
         names += [n for n in found if n not in names]
         games = {n: int(r[f"eval/vs_{n}_wins"] + r[f"eval/vs_{n}_draws"] + r[f"eval/vs_{n}_losses"]) for n in found}
-        rows.append({"iteration": r["iteration"], "minutes": (r["time"] - start) / 60, "steps": int(steps),
-                     "games": games, "scores": {n: r[f"eval/vs_{n}_score"] for n in found},
-                     "value_loss": r["train/value_loss"], "policy_loss": r["train/policy_loss"]})
+        rows.append(
+            {
+                "iteration": r["iteration"],
+                "minutes": (r["time"] - start) / 60,
+                "steps": int(steps),
+                "games": games,
+                "scores": {n: r[f"eval/vs_{n}_score"] for n in found},
+                "value_loss": r["train/value_loss"],
+                "policy_loss": r["train/policy_loss"],
+            }
+        )
     return names, rows
 
 
@@ -37,10 +46,15 @@ if __name__ == "__main__":
     parser.add_argument("run_dir")
     args = parser.parse_args()
     names, rows = curve(args.run_dir)
-    print("| iteration | minutes | gradient steps | " + " | ".join(f"score vs {n} (games)" for n in names)
-          + " | value loss | policy loss |")
+    print(
+        "| iteration | minutes | gradient steps | "
+        + " | ".join(f"score vs {n} (games)" for n in names)
+        + " | value loss | policy loss |"
+    )
     print("|---" * (5 + len(names)) + "|")
     for row in rows:
         scores = " | ".join(f"{row['scores'][n]:.3f} ({row['games'][n]})" if n in row["scores"] else "" for n in names)
-        print(f"| {row['iteration']} | {row['minutes']:.1f} | {row['steps']} | {scores} | "
-              f"{row['value_loss']:.3f} | {row['policy_loss']:.3f} |")
+        print(
+            f"| {row['iteration']} | {row['minutes']:.1f} | {row['steps']} | {scores} | "
+            f"{row['value_loss']:.3f} | {row['policy_loss']:.3f} |"
+        )

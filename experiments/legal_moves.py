@@ -7,14 +7,25 @@ script prints to pick alpha for the games the papers do not cover.
 
     python experiments/legal_moves.py [--games 256]
 """
+
 import argparse
 
 import jax
 import jax.numpy as jnp
 import pgx
 
-GAMES = ["tic_tac_toe", "connect_four", "othello", "hex", "go_9x9", "go_19x19", "chess", "gardner_chess", "shogi",
-         "animal_shogi"]
+GAMES = [
+    "tic_tac_toe",
+    "connect_four",
+    "othello",
+    "hex",
+    "go_9x9",
+    "go_19x19",
+    "chess",
+    "gardner_chess",
+    "shogi",
+    "animal_shogi",
+]
 
 
 def mean_legal_moves(name: str, num_games: int, seed: int = 0) -> tuple[float, float]:
@@ -33,8 +44,9 @@ def mean_legal_moves(name: str, num_games: int, seed: int = 0) -> tuple[float, f
         action = jax.random.categorical(sub, logits)
         return jax.vmap(env.step)(state, action), key, legal_sum, positions
 
-    state, _, legal_sum, positions = jax.jit(lambda c: jax.lax.while_loop(
-        lambda c: ~c[0].terminated.all(), body, c))((state, play_key, jnp.int32(0), jnp.int32(0)))
+    state, _, legal_sum, positions = jax.jit(lambda c: jax.lax.while_loop(lambda c: ~c[0].terminated.all(), body, c))(
+        (state, play_key, jnp.int32(0), jnp.int32(0))
+    )
     return float(legal_sum / positions), float(positions / num_games)
 
 

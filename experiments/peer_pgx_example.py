@@ -21,6 +21,7 @@ Steady figures are medians over iterations 3 … N. `--threads one-per-device` a
 host device per core (az_jax/host_devices.py); `default` leaves XLA's default (one Eigen pool as wide as the machine
 per device), which is how the example runs when given host devices.
 """
+
 import argparse
 import json
 import os
@@ -41,9 +42,12 @@ def main(argv=None) -> int:
     parser.add_argument("--plies", type=int, default=16)
     parser.add_argument("--training-batch", type=int, default=128)
     parser.add_argument("--simulations", type=int, default=32)
-    parser.add_argument("--az-jax", action="store_true",
-                        help="also time az_jax's self-play and learner at the same settings, in the same process, "
-                             "interleaved with the example's iterations (same devices, flags and load)")
+    parser.add_argument(
+        "--az-jax",
+        action="store_true",
+        help="also time az_jax's self-play and learner at the same settings, in the same process, "
+        "interleaved with the example's iterations (same devices, flags and load)",
+    )
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
     train_py = os.path.join(args.example_dir, "train.py")
@@ -61,18 +65,24 @@ def main(argv=None) -> int:
     os.environ["XLA_FLAGS"] = flags.strip()
     load_before = os.getloadavg()
 
-    sys.modules["wandb"] = types.ModuleType("wandb")     # imported by the example, used only by its main loop
+    sys.modules["wandb"] = types.ModuleType("wandb")  # imported by the example, used only by its main loop
     import pgx
+
     # The example loads a baseline network for its `evaluate` (not timed): pgx has none for connect_four, and the
     # others are downloaded. Only `evaluate` calls it.
     pgx.make_baseline_model = lambda model_id, *a, **k: None
     sys.path.insert(0, os.path.abspath(args.example_dir))
-    sys.argv = ["train.py", f"env_id={args.game}", f"selfplay_batch_size={args.selfplay_batch}",
-                f"max_num_steps={args.plies}", f"training_batch_size={args.training_batch}",
-                f"num_simulations={args.simulations}"]
+    sys.argv = [
+        "train.py",
+        f"env_id={args.game}",
+        f"selfplay_batch_size={args.selfplay_batch}",
+        f"max_num_steps={args.plies}",
+        f"training_batch_size={args.training_batch}",
+        f"num_simulations={args.simulations}",
+    ]
     import jax
     import jax.numpy as jnp
-    import train as ex                                    # the example's module: its config, networks and jits
+    import train as ex  # the example's module: its config, networks and jits
 
     n = ex.num_devices
     dummy = jax.vmap(ex.env.init)(jax.random.split(jax.random.key(0), 2)).observation
@@ -105,21 +115,41 @@ def main(argv=None) -> int:
             model, opt_state, policy_loss, value_loss = ex.train(model, opt_state, minibatch)
             losses.append(policy_loss.mean().item() + value_loss.mean().item())
         t2 = time.perf_counter()
-        records.append({"selfplay_seconds": t1 - t0, "training_seconds": t2 - t1, "positions": positions,
-                        "samples": num_updates * args.training_batch, "loss": sum(losses) / len(losses)})
+        records.append(
+            {
+                "selfplay_seconds": t1 - t0,
+                "training_seconds": t2 - t1,
+                "positions": positions,
+                "samples": num_updates * args.training_batch,
+                "loss": sum(losses) / len(losses),
+            }
+        )
         print(f"iteration {iteration}: example self-play {t1 - t0:.2f} s, training {t2 - t1:.2f} s", flush=True)
         if ours is not None:
             records[-1]["az_jax"] = ours.iteration(iteration)
-            print(f"iteration {iteration}: az_jax  self-play {records[-1]['az_jax']['selfplay_seconds']:.2f} s, "
-                  f"training {records[-1]['az_jax']['training_seconds']:.2f} s", flush=True)
+            print(
+                f"iteration {iteration}: az_jax  self-play {records[-1]['az_jax']['selfplay_seconds']:.2f} s, "
+                f"training {records[-1]['az_jax']['training_seconds']:.2f} s",
+                flush=True,
+            )
 
     result = {
-        "peer": "pgx examples/alphazero/train.py", "game": args.game, "devices": n, "threads": args.threads,
-        "settings": {"selfplay_batch_size": args.selfplay_batch, "plies": args.plies,
-                     "training_batch_size": args.training_batch, "num_simulations": args.simulations},
+        "peer": "pgx examples/alphazero/train.py",
+        "game": args.game,
+        "devices": n,
+        "threads": args.threads,
+        "settings": {
+            "selfplay_batch_size": args.selfplay_batch,
+            "plies": args.plies,
+            "training_batch_size": args.training_batch,
+            "num_simulations": args.simulations,
+        },
         **throughput(records, args.simulations),
-        "iterations": records, "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
-        "jax": jax.__version__, "xla_flags": os.environ["XLA_FLAGS"],
+        "iterations": records,
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+        "jax": jax.__version__,
+        "xla_flags": os.environ["XLA_FLAGS"],
     }
     if ours is not None:
         result["az_jax"] = ours.summary([r["az_jax"] for r in records])
@@ -128,22 +158,26 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             f.write(text + "\n")
-    print(f"{args.game}, {n} device(s), threads {args.threads}: self-play {result['selfplay_positions_per_second']:.1f} "
-          f"positions/s ({result['simulations_per_second']:,.0f} simulations/s), training "
-          f"{result['training_samples_per_second']:.0f} samples/s, whole iteration "
-          f"{result['iteration_positions_per_second']:.1f} positions/s, compile ≈ "
-          f"{result['compile_first_two_iterations_seconds']:.1f} s")
+    print(
+        f"{args.game}, {n} device(s), threads {args.threads}: self-play {result['selfplay_positions_per_second']:.1f} "
+        f"positions/s ({result['simulations_per_second']:,.0f} simulations/s), training "
+        f"{result['training_samples_per_second']:.0f} samples/s, whole iteration "
+        f"{result['iteration_positions_per_second']:.1f} positions/s, compile ≈ "
+        f"{result['compile_first_two_iterations_seconds']:.1f} s"
+    )
     if ours is not None:
         o = result["az_jax"]
-        print(f"{args.game}, {n} device(s), az_jax: self-play {o['selfplay_positions_per_second']:.1f} positions/s, "
-              f"training {o['training_samples_per_second']:.0f} samples/s, whole iteration "
-              f"{o['iteration_positions_per_second']:.1f} positions/s, compile ≈ "
-              f"{o['compile_first_two_iterations_seconds']:.1f} s; az_jax / example: self-play "
-              f"{o['selfplay_positions_per_second'] / result['selfplay_positions_per_second']:.2f}x, training "
-              f"{o['training_samples_per_second'] / result['training_samples_per_second']:.2f}x; median of the "
-              f"per-iteration ratios (each pair timed back to back): self-play "
-              f"{o['selfplay_speed_ratio_median_of_pairs']:.2f}x, training "
-              f"{o['training_speed_ratio_median_of_pairs']:.2f}x")
+        print(
+            f"{args.game}, {n} device(s), az_jax: self-play {o['selfplay_positions_per_second']:.1f} positions/s, "
+            f"training {o['training_samples_per_second']:.0f} samples/s, whole iteration "
+            f"{o['iteration_positions_per_second']:.1f} positions/s, compile ≈ "
+            f"{o['compile_first_two_iterations_seconds']:.1f} s; az_jax / example: self-play "
+            f"{o['selfplay_positions_per_second'] / result['selfplay_positions_per_second']:.2f}x, training "
+            f"{o['training_samples_per_second'] / result['training_samples_per_second']:.2f}x; median of the "
+            f"per-iteration ratios (each pair timed back to back): self-play "
+            f"{o['selfplay_speed_ratio_median_of_pairs']:.2f}x, training "
+            f"{o['training_speed_ratio_median_of_pairs']:.2f}x"
+        )
     return 0
 
 
@@ -154,9 +188,13 @@ def throughput(records: list[dict], simulations: int) -> dict:
     tr = statistics.median(r["training_seconds"] for r in steady)
     first_two = sum(r["selfplay_seconds"] + r["training_seconds"] for r in records[:2])
     positions, samples = records[0]["positions"], records[0]["samples"]
-    return {"selfplay_positions_per_second": positions / sp, "simulations_per_second": positions * simulations / sp,
-            "training_samples_per_second": samples / tr, "iteration_positions_per_second": positions / (sp + tr),
-            "compile_first_two_iterations_seconds": first_two - 2 * (sp + tr)}
+    return {
+        "selfplay_positions_per_second": positions / sp,
+        "simulations_per_second": positions * simulations / sp,
+        "training_samples_per_second": samples / tr,
+        "iteration_positions_per_second": positions / (sp + tr),
+        "compile_first_two_iterations_seconds": first_two - 2 * (sp + tr),
+    }
 
 
 def paired_ratios(records: list[dict]) -> dict:
@@ -166,11 +204,15 @@ def paired_ratios(records: list[dict]) -> dict:
     steady = records[2:]
     speed = lambda part: [
         (r["az_jax"]["positions" if part == "selfplay" else "samples"] / r["az_jax"][f"{part}_seconds"])
-        / (r["positions" if part == "selfplay" else "samples"] / r[f"{part}_seconds"]) for r in steady]
-    return {"selfplay_speed_ratio_per_iteration": speed("selfplay"),
-            "selfplay_speed_ratio_median_of_pairs": statistics.median(speed("selfplay")),
-            "training_speed_ratio_per_iteration": speed("training"),
-            "training_speed_ratio_median_of_pairs": statistics.median(speed("training"))}
+        / (r["positions" if part == "selfplay" else "samples"] / r[f"{part}_seconds"])
+        for r in steady
+    ]
+    return {
+        "selfplay_speed_ratio_per_iteration": speed("selfplay"),
+        "selfplay_speed_ratio_median_of_pairs": statistics.median(speed("selfplay")),
+        "training_speed_ratio_per_iteration": speed("training"),
+        "training_speed_ratio_median_of_pairs": statistics.median(speed("training")),
+    }
 
 
 class AzJaxSide:
@@ -179,16 +221,27 @@ class AzJaxSide:
 
     def __init__(self, args):
         import jax
+
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         from az_jax import config as config_lib
         from az_jax.apps.bench import learn_program, selfplay_program
         from az_jax.devices import make_mesh
         from az_jax.trainer import Trainer
+
         self.jax = jax
-        self.config = config_lib.override(config_lib.preset(args.game, "small"), [
-            "num_blocks=6", "num_channels=128", "search=gumbel", f"num_simulations={args.simulations}",
-            f"selfplay_batch_size={args.selfplay_batch}", f"selfplay_steps={args.plies}",
-            f"batch_size={args.training_batch}", "min_replay_size=1"])
+        self.config = config_lib.override(
+            config_lib.preset(args.game, "small"),
+            [
+                "num_blocks=6",
+                "num_channels=128",
+                "search=gumbel",
+                f"num_simulations={args.simulations}",
+                f"selfplay_batch_size={args.selfplay_batch}",
+                f"selfplay_steps={args.plies}",
+                f"batch_size={args.training_batch}",
+                "min_replay_size=1",
+            ],
+        )
         self.trainer = Trainer(self.config, make_mesh())
         self.state = self.trainer.init_state()
         self.selfplay, self.learn = selfplay_program(self.trainer), learn_program(self.trainer)
@@ -205,15 +258,21 @@ class AzJaxSide:
         t2 = time.perf_counter()
         self.state = self.state.replace(params=params, batch_stats=batch_stats, opt_state=opt_state)
         cfg = self.config
-        return {"selfplay_seconds": t1 - t0, "training_seconds": t2 - t1,
-                "positions": cfg.selfplay_batch_size * cfg.selfplay_steps,
-                "samples": cfg.train_steps_per_iteration * cfg.batch_size, "learner_ready": bool(ready)}
+        return {
+            "selfplay_seconds": t1 - t0,
+            "training_seconds": t2 - t1,
+            "positions": cfg.selfplay_batch_size * cfg.selfplay_steps,
+            "samples": cfg.train_steps_per_iteration * cfg.batch_size,
+            "learner_ready": bool(ready),
+        }
 
     def summary(self, records: list[dict]) -> dict:
-        return {**throughput(records, self.config.num_simulations),
-                "train_steps_per_iteration": self.config.train_steps_per_iteration,
-                "learner_ready_in_timed_iterations": all(r["learner_ready"] for r in records[2:]),
-                "iterations": records}
+        return {
+            **throughput(records, self.config.num_simulations),
+            "train_steps_per_iteration": self.config.train_steps_per_iteration,
+            "learner_ready_in_timed_iterations": all(r["learner_ready"] for r in records[2:]),
+            "iterations": records,
+        }
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ and optionally its score against rollout MCTS (`az-jax eval`).
 Any other connect-four player is scored the same way: wrap it as a `(states, key) -> actions` function and call
 `connect_four_solver.evaluate`.
 """
+
 import argparse
 import json
 import os
@@ -23,15 +24,18 @@ DEFAULT_POSITIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "da
 
 def benchmark_agent(agent, positions: solver_lib.PositionSet, simulations: int) -> dict:
     raw = lambda states, key: jnp.argmax(agent.policy_value(states)[0], axis=-1)
-    return {"raw": solver_lib.evaluate(raw, positions, jax.random.key(0)).summary(),
-            f"search{simulations}": solver_lib.evaluate(agent.player(simulations), positions,
-                                                        jax.random.key(1)).summary()}
+    return {
+        "raw": solver_lib.evaluate(raw, positions, jax.random.key(0)).summary(),
+        f"search{simulations}": solver_lib.evaluate(agent.player(simulations), positions, jax.random.key(1)).summary(),
+    }
 
 
 def line(name: str, summary: dict) -> str:
-    return (f"{name}: {summary['optimal']:.3f} optimal ({summary['positions']} positions; won "
-            f"{summary['optimal_won']:.3f} of {summary['won']}, drawn {summary['optimal_drawn']:.3f} of "
-            f"{summary['drawn']})")
+    return (
+        f"{name}: {summary['optimal']:.3f} optimal ({summary['positions']} positions; won "
+        f"{summary['optimal_won']:.3f} of {summary['won']}, drawn {summary['optimal_drawn']:.3f} of "
+        f"{summary['drawn']})"
+    )
 
 
 def main(argv=None) -> int:
@@ -40,12 +44,15 @@ def main(argv=None) -> int:
     parser.add_argument("--step", type=int, default=None)
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--positions", default=DEFAULT_POSITIONS)
-    parser.add_argument("--mcts", default="", help="comma-separated rollout-MCTS simulation counts to play, e.g. 200,1000")
+    parser.add_argument(
+        "--mcts", default="", help="comma-separated rollout-MCTS simulation counts to play, e.g. 200,1000"
+    )
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--json", default=None, help="append one JSON line per run to this file")
     args = parser.parse_args(argv)
     from az_jax.agent import load_agent
     from az_jax.checkpoint import CheckpointError
+
     try:
         positions = solver_lib.load(args.positions)
     except (OSError, ValueError) as e:
@@ -66,8 +73,16 @@ def main(argv=None) -> int:
             print("  " + line(name, row[name]))
         for sims in [int(s) for s in args.mcts.split(",") if s.strip()]:
             from az_jax.evaluation.evaluate import evaluate
-            summary = evaluate(run_dir, f"mcts:sims={sims}", games=args.games, step=agent.step,
-                               simulations=args.simulations, save_games=False, log=lambda *a: None)
+
+            summary = evaluate(
+                run_dir,
+                f"mcts:sims={sims}",
+                games=args.games,
+                step=agent.step,
+                simulations=args.simulations,
+                save_games=False,
+                log=lambda *a: None,
+            )
             row[f"vs_mcts{sims}"] = summary.to_json()
             print("  " + summary.line())
         if args.json:

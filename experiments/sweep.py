@@ -9,6 +9,7 @@ experiments/README.md for examples with their results).
 The same as `az-jax sweep ...`. A bad spec (unknown key, invalid value, a trial that does not fit the devices) is a
 one-line `az-jax: error: ...` with exit status 2 before any trial starts.
 """
+
 import os
 import sys
 

@@ -3,6 +3,7 @@ policy and the N-simulation search play a minimax-optimal move (az_jax/evaluatio
 
     python experiments/tic_tac_toe_check.py RUN_DIR [RUN_DIR ...] [--simulations 32] [--json FILE]
 """
+
 import argparse
 import json
 import sys
@@ -19,8 +20,13 @@ def check_run(run_dir: str, simulations: int, step: int | None = None) -> dict:
     policy = lambda states, key: jnp.argmax(agent.policy_value(states)[0], axis=-1)
     raw = oracle.check(policy, jax.random.key(0)).summary()
     searched = oracle.check(agent.player(simulations), jax.random.key(0)).summary()
-    return {"run_dir": run_dir, "step": agent.step, "seed": agent.config.seed, "raw": raw,
-            f"search{simulations}": searched}
+    return {
+        "run_dir": run_dir,
+        "step": agent.step,
+        "seed": agent.config.seed,
+        "raw": raw,
+        f"search{simulations}": searched,
+    }
 
 
 def main(argv=None) -> int:
@@ -33,9 +39,11 @@ def main(argv=None) -> int:
     for run_dir in args.run_dirs:
         row = check_run(run_dir, args.simulations, args.step)
         s = row[f"search{args.simulations}"]
-        print(f"{run_dir} step {row['step']} seed {row['seed']}: raw policy {row['raw']['optimal']:.4f} "
-              f"({row['raw']['mistakes']} wrong), {args.simulations}-simulation search {s['optimal']:.4f} "
-              f"({s['mistakes']} wrong; won {s['optimal_won']:.4f}, drawn {s['optimal_drawn']:.4f})")
+        print(
+            f"{run_dir} step {row['step']} seed {row['seed']}: raw policy {row['raw']['optimal']:.4f} "
+            f"({row['raw']['mistakes']} wrong), {args.simulations}-simulation search {s['optimal']:.4f} "
+            f"({s['mistakes']} wrong; won {s['optimal_won']:.4f}, drawn {s['optimal_drawn']:.4f})"
+        )
         if args.json:
             with open(args.json, "a") as f:
                 f.write(json.dumps(row) + "\n")

@@ -11,6 +11,7 @@ through JAX's own environment variables, so the xdist workers and every subproce
 os.environ) share it; it is removed when that process ends. A program is loaded from the cache only when its HLO,
 compile options, XLA flags and devices are all equal, so results are those of a fresh compile.
 """
+
 import os
 import shutil
 import tempfile
@@ -40,8 +41,7 @@ from az_jax import networks, replay  # noqa: E402
 
 def tiny_network(num_actions: int, axis_name: str | None = None) -> networks.AlphaZeroNet:
     """The smallest AlphaZeroNet the tests use: 1 residual block of 8 channels, value head of 8 units."""
-    return networks.AlphaZeroNet(num_actions=num_actions, num_blocks=1, channels=8, value_hidden=8,
-                                 axis_name=axis_name)
+    return networks.AlphaZeroNet(num_actions=num_actions, num_blocks=1, channels=8, value_hidden=8, axis_name=axis_name)
 
 
 def tiny_variables(network, observation, seed: int = 0, zero: bool = False) -> dict:
@@ -60,7 +60,7 @@ def tiny_variables(network, observation, seed: int = 0, zero: bool = False) -> d
             return jnp.zeros(leaf.shape, leaf.dtype)
         if "kernel" in name:
             fan_in = int(np.prod(leaf.shape[:-1]))
-            return jnp.asarray(rng.normal(0.0, fan_in ** -0.5, leaf.shape), leaf.dtype)
+            return jnp.asarray(rng.normal(0.0, fan_in**-0.5, leaf.shape), leaf.dtype)
         if "scale" in name or "var" in name:
             return jnp.ones(leaf.shape, leaf.dtype)
         return jnp.zeros(leaf.shape, leaf.dtype)
@@ -69,7 +69,8 @@ def tiny_variables(network, observation, seed: int = 0, zero: bool = False) -> d
     if zero:  # batch-norm running variance stays 1 (a variance of 0 is not a real state)
         variables["batch_stats"] = jax.tree_util.tree_map_with_path(
             lambda path, leaf: jnp.ones_like(leaf) if "var" in jax.tree_util.keystr(path) else leaf,
-            variables["batch_stats"])
+            variables["batch_stats"],
+        )
     return variables
 
 
@@ -97,8 +98,12 @@ def random_batch(rng: np.random.Generator, n: int, num_actions: int, one_hot_pol
     else:
         policy = np.where(legal, rng.random((n, num_actions)), 0.0)
         policy /= policy.sum(axis=1, keepdims=True)
-    return replay.Batch(observation=jnp.asarray(rng.random((n, 3, 3, 2)) < 0.35), policy=jnp.float32(policy),
-                        legal=jnp.asarray(legal), outcome=jnp.float32(rng.choice([-1.0, 1.0], n)))
+    return replay.Batch(
+        observation=jnp.asarray(rng.random((n, 3, 3, 2)) < 0.35),
+        policy=jnp.float32(policy),
+        legal=jnp.asarray(legal),
+        outcome=jnp.float32(rng.choice([-1.0, 1.0], n)),
+    )
 
 
 @pytest.fixture(scope="session")

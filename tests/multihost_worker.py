@@ -7,6 +7,7 @@ The .npz maps each TrainState leaf's path (jax.tree_util.keystr) to the data of 
 a replicated leaf's full value, or this process's rows of a leaf split over the mesh. The hook wraps
 az_jax.loop.train_and_evaluate only once the CLI has joined the run (importing az_jax.loop starts JAX's backend).
 """
+
 import sys
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy as np
 
 def save_local_shards(state, path: str) -> None:
     import jax
+
     arrays = {}
     for key_path, leaf in jax.tree_util.tree_leaves_with_path(state):
         shards = leaf.addressable_shards
@@ -25,16 +27,19 @@ def save_local_shards(state, path: str) -> None:
 def main(out_path: str, argv: list[str]) -> int:
     from az_jax.apps import cli
     from az_jax.apps.cli import train as train_command
+
     train = train_command.run
 
     def train_and_save(args):
         from az_jax import loop
+
         run = loop.train_and_evaluate
 
         def run_and_save(*a, **k):
             state = run(*a, **k)
             save_local_shards(state, out_path)
             return state
+
         loop.train_and_evaluate = run_and_save
         return train(args)
 

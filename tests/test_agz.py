@@ -4,6 +4,7 @@ Resignation numbers use az_jax/resign.py's grid of thresholds −1.00, −0.95, 
 false-positive rate = (played-out games where the rule fired for a player who did not lose) / (played-out games where
 it fired).
 """
+
 import json
 import shutil
 
@@ -14,15 +15,15 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 import envs
+from az_jax import arena, gating, replay, resign, search, selfplay
 from az_jax import checkpoint as ckpt
-from az_jax import gating, replay, resign, search, selfplay
 from az_jax.config import ConfigError, from_json, override, preset
-from az_jax import arena
-from az_jax.evaluation.tic_tac_toe_oracle import perfect_player
 from az_jax.devices import DEVICE_AXIS, device_key, make_mesh, sharded
-from az_jax.trainer import Trainer
+from az_jax.evaluation.tic_tac_toe_oracle import perfect_player
 from az_jax.loop import train_and_evaluate
 from az_jax.metrics import read_metrics
+from az_jax.trainer import Trainer
+
 from conftest import uninformative_model
 
 K = {v: k for k, v in enumerate(resign.GRID)}  # threshold -> its index in the grid
@@ -39,11 +40,19 @@ def test_variant_sets_the_switches_and_explicit_switches_win():
     assert agz.switches == {"gating": True, "resign": True, "augment_symmetries": True, "search_symmetries": True}
     # A switch given beside the variant wins over it, whichever comes first on the command line.
     for order in (["variant=alphago_zero", "gating=false"], ["gating=false", "variant=alphago_zero"]):
-        assert override(small, order).switches == {"gating": False, "resign": True, "augment_symmetries": True,
-                                                   "search_symmetries": True}
+        assert override(small, order).switches == {
+            "gating": False,
+            "resign": True,
+            "augment_symmetries": True,
+            "search_symmetries": True,
+        }
     # Each switch alone in alphazero mode (an ablation).
-    assert override(small, ["resign=true"]).switches == {"gating": False, "resign": True,
-                                                         "augment_symmetries": False, "search_symmetries": False}
+    assert override(small, ["resign=true"]).switches == {
+        "gating": False,
+        "resign": True,
+        "augment_symmetries": False,
+        "search_symmetries": False,
+    }
     # A later variant resets the switches of an earlier preset; the preset's other values stay.
     back = override(preset("connect_four", "small_agz"), ["variant=alphazero"])
     assert not any(back.switches.values()) and back.gating_games == 64
@@ -54,16 +63,19 @@ def test_variant_sets_the_switches_and_explicit_switches_win():
     assert from_json(override(agz, ["gating=false"]).to_json()) == override(agz, ["gating=false"])
 
 
-@pytest.mark.parametrize("assignments, needle", [
-    (["variant=alphago"], "variant must be one of alphazero, alphago_zero, got 'alphago'"),
-    (["gating=true", "gating=false"], "gating is given twice with contradictory values"),
-    (["variant=alphazero", "variant=alphago_zero"], "variant is given twice"),
-    (["gating_threshold=0.4"], "gating_threshold must be in [0.5, 1)"),
-    (["gating_games=30"], "gating_games=30 must be a positive multiple of 2 × the 2 devices"),
-    (["resign_disabled_fraction=0"], "resign_disabled_fraction must be in (0, 1)"),
-    (["resign_target_false_positive=1.5"], "resign_target_false_positive must be in (0, 1)"),
-    (["v_resign_init=-2"], "v_resign_init must be in [-1, 1]"),
-])
+@pytest.mark.parametrize(
+    "assignments, needle",
+    [
+        (["variant=alphago"], "variant must be one of alphazero, alphago_zero, got 'alphago'"),
+        (["gating=true", "gating=false"], "gating is given twice with contradictory values"),
+        (["variant=alphazero", "variant=alphago_zero"], "variant is given twice"),
+        (["gating_threshold=0.4"], "gating_threshold must be in [0.5, 1)"),
+        (["gating_games=30"], "gating_games=30 must be a positive multiple of 2 × the 2 devices"),
+        (["resign_disabled_fraction=0"], "resign_disabled_fraction must be in (0, 1)"),
+        (["resign_target_false_positive=1.5"], "resign_target_false_positive must be in (0, 1)"),
+        (["v_resign_init=-2"], "v_resign_init must be in [-1, 1]"),
+    ],
+)
 def test_bad_or_contradictory_values_are_one_line_errors(assignments, needle):
     with pytest.raises(ConfigError) as info:
         override(preset("connect_four", "small_agz"), assignments).validate(num_devices=2)
@@ -76,12 +88,12 @@ def test_gating_games_need_to_split_over_the_devices_only_with_gating_on():
     config.validate(num_devices=2)
     with pytest.raises(ConfigError, match="gating_games=6"):
         override(config, ["gating=true"]).validate(num_devices=2)
-    override(config, ["gating=true"]).validate(num_devices=1)    # 6 / 2 = 3 pairs
+    override(config, ["gating=true"]).validate(num_devices=1)  # 6 / 2 = 3 pairs
 
 
 def test_alphago_zero_preset_has_the_papers_numbers():
     c = preset("go_19x19", "alphago_zero").validate()
-    assert (c.num_blocks, c.num_channels, c.value_hidden) == (19, 256, 256)        # stem + 19 = 20 blocks × 256
+    assert (c.num_blocks, c.num_channels, c.value_hidden) == (19, 256, 256)  # stem + 19 = 20 blocks × 256
     assert (c.num_simulations, c.gating_simulations, c.gating_games, c.gating_threshold) == (1600, 1600, 400, 0.55)
     assert (c.batch_size, c.momentum, c.weight_decay) == (2048, 0.9, 1e-4)
     assert c.learning_rates == (1e-2, 1e-3, 1e-4) and c.lr_boundaries == (400_000, 600_000)
@@ -98,16 +110,19 @@ def test_alphago_zero_preset_has_the_papers_numbers():
 
 
 # --- gating --------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("wins, draws, losses, accepted", [
-    (56, 0, 44, True),      # 56 / 100 = 0.56 > 0.55
-    (55, 0, 45, False),     # 0.55 is not above 0.55
-    (221, 0, 179, True),    # the paper's 400 games: 221 / 400 = 0.5525
-    (220, 0, 180, False),   # 220 / 400 = 0.55
-    (51, 10, 39, True),     # (51 + 10/2) / 100 = 0.56: a draw counts half
-    (50, 10, 40, False),    # (50 + 5) / 100 = 0.55
-    (0, 100, 0, False),     # all draws: 0.5
-    (0, 0, 0, False),       # no games: never replace
-])
+@pytest.mark.parametrize(
+    "wins, draws, losses, accepted",
+    [
+        (56, 0, 44, True),  # 56 / 100 = 0.56 > 0.55
+        (55, 0, 45, False),  # 0.55 is not above 0.55
+        (221, 0, 179, True),  # the paper's 400 games: 221 / 400 = 0.5525
+        (220, 0, 180, False),  # 220 / 400 = 0.55
+        (51, 10, 39, True),  # (51 + 10/2) / 100 = 0.56: a draw counts half
+        (50, 10, 40, False),  # (50 + 5) / 100 = 0.55
+        (0, 100, 0, False),  # all draws: 0.5
+        (0, 0, 0, False),  # no games: never replace
+    ],
+)
 def test_gating_decision_on_constructed_results(wins, draws, losses, accepted):
     assert bool(gating.gating_decision(wins, draws, losses, 0.55)) is accepted
     assert bool(gating.gating_decision(jnp.int32(wins), jnp.int32(draws), jnp.int32(losses), 0.55)) is accepted
@@ -126,13 +141,25 @@ def test_gate_replaces_the_best_player_only_when_the_candidate_scores_above_the_
         return lambda s, k: jnp.where(strong, perfect_player(s, k), arena.uniform_random_player(s, k))
 
     def local(candidate, best, key):
-        return gating.gate(env, player_fn, candidate, best, jnp.int32(7), device_key(key), num_games=50,
-                           max_length=9, opening_plies=0, threshold=0.55, axis_name=DEVICE_AXIS)
+        return gating.gate(
+            env,
+            player_fn,
+            candidate,
+            best,
+            jnp.int32(7),
+            device_key(key),
+            num_games=50,
+            max_length=9,
+            opening_plies=0,
+            threshold=0.55,
+            axis_name=DEVICE_AXIS,
+        )
 
     run = sharded(local, mesh, (P(), P(), P()), (P(), P()))
     weights = lambda s: {"params": {"strength": jnp.float32(s)}, "batch_stats": {}}
-    best_player = lambda s: gating.BestPlayer(params={"strength": jnp.float32(s)}, batch_stats={},
-                                              iteration=jnp.int32(3))
+    best_player = lambda s: gating.BestPlayer(
+        params={"strength": jnp.float32(s)}, batch_stats={}, iteration=jnp.int32(3)
+    )
     for candidate, best, accepted in ((1, 0, True), (0, 1, False), (1, 1, False)):
         new_best, m = run(weights(candidate), best_player(best), jax.random.key(0))
         assert m["gating/wins"] + m["gating/draws"] + m["gating/losses"] == 100
@@ -155,10 +182,15 @@ def test_gate_replaces_the_best_player_only_when_the_candidate_scores_above_the_
 #   C: id 0 dips to −0.4 at ply 0; a draw (a draw is not a loss: firing there is a false positive).
 #   D: id 0 at −0.95 on ply 0 with resignation on: resigns at v_resign = −0.8.
 MOVERS = np.array([[0, 1, 0, 1, 0], [1, 0, 1, 0, 1], [0, 1, 0, 1, 0], [0, 1, 0, 1, 0]], np.int32)
-VALUES = np.array([[0.2, -0.3, 0.4, -0.85, 0.9],
-                   [0.1, -0.6, -0.2, 0.3, -0.9],
-                   [-0.4, -0.1, 0.0, 0.0, 0.0],
-                   [-0.95, 0.5, 0.5, 0.5, 0.5]], np.float32)
+VALUES = np.array(
+    [
+        [0.2, -0.3, 0.4, -0.85, 0.9],
+        [0.1, -0.6, -0.2, 0.3, -0.9],
+        [-0.4, -0.1, 0.0, 0.0, 0.0],
+        [-0.95, 0.5, 0.5, 0.5, 0.5],
+    ],
+    np.float32,
+)
 REWARDS = np.array([[1, -1], [1, -1], [0, 0], [-1, 1]], np.float32)
 # Hand count, per threshold v (the first ply whose value is < v names the player who would resign):
 #   v = −0.90: nobody fires (−0.9 < −0.9 is false)                            -> would 0, false positives 0
@@ -169,17 +201,27 @@ REWARDS = np.array([[1, -1], [1, -1], [0, 0], [-1, 1]], np.float32)
 #   v = −0.40: A id 1; B id 0 (won); C: −0.4 < −0.4 is false                  -> 2, 1   rate 0.5
 #   v = −0.35: A id 1; B id 0 (won); C id 0 at ply 0, drew                    -> 3, 2   rate 0.667
 #   v = −0.20: A id 1 at ply 1 (−0.3); B id 0; C id 0                         -> 3, 2   rate 0.667
-EXPECTED = {-0.9: (0, 0), -0.85: (1, 0), -0.8: (2, 0), -0.6: (2, 0), -0.55: (2, 1), -0.4: (2, 1), -0.35: (3, 2),
-            -0.2: (3, 2)}
+EXPECTED = {
+    -0.9: (0, 0),
+    -0.85: (1, 0),
+    -0.8: (2, 0),
+    -0.6: (2, 0),
+    -0.55: (2, 1),
+    -0.4: (2, 1),
+    -0.35: (3, 2),
+    -0.2: (3, 2),
+}
 
 
 def _synthetic_counts():
-    games = resign.ResignGames(allowed=jnp.array([False, False, False, True]), first=jnp.full(4, -1, jnp.int32),
-                               first_grid=jnp.full((4, len(resign.GRID)), -1, jnp.int32))
+    games = resign.ResignGames(
+        allowed=jnp.array([False, False, False, True]),
+        first=jnp.full(4, -1, jnp.int32),
+        first_grid=jnp.full((4, len(resign.GRID)), -1, jnp.int32),
+    )
     resigned = []
     for ply in range(5):
-        games, now = resign.observe(games, jnp.asarray(VALUES[:, ply]), jnp.asarray(MOVERS[:, ply]),
-                                    jnp.float32(-0.8))
+        games, now = resign.observe(games, jnp.asarray(VALUES[:, ply]), jnp.asarray(MOVERS[:, ply]), jnp.float32(-0.8))
         resigned.append(np.asarray(now))
     return games, np.array(resigned), resign.outcome_counts(games, jnp.ones(4, bool), jnp.asarray(REWARDS))
 
@@ -190,7 +232,7 @@ def test_false_positive_counts_on_synthetic_played_out_games():
     assert resigned.tolist() == [[False, False, False, True]] + [[False] * 4] * 4
     # First player for whom the rule fired at −0.8: A id 1 (ply 3), B id 1 (ply 4), C nobody, D id 0.
     assert games.first.tolist() == [1, 1, -1, 0]
-    assert int(counts["games"]) == 3                       # A, B, C (D was not played out)
+    assert int(counts["games"]) == 3  # A, B, C (D was not played out)
     assert (int(counts["would"]), int(counts["false_pos"])) == EXPECTED[-0.8]
     for v, (would, false_pos) in EXPECTED.items():
         assert (int(counts["grid_would"][K[v]]), int(counts["grid_false_pos"][K[v]])) == (would, false_pos), v
@@ -231,28 +273,44 @@ def test_resigned_game_gets_the_targets_of_its_played_out_result():
     Both give X's position z = +1 and O's z = −1."""
     env = envs.make_env("tic_tac_toe")[0]
     state = env.init(jax.random.key(0))
-    for move in (0, 1, 2, 3, 7, 6):                        # X0 O1 X2 O3 X7 O6
+    for move in (0, 1, 2, 3, 7, 6):  # X0 O1 X2 O3 X7 O6
         state = env.step(state, jnp.int32(move))
     x, o = int(state.current_player), 1 - int(state.current_player)
     games = selfplay.SelfPlayState(
-        env=jax.tree.map(lambda a: jnp.stack([a, a]), state), ply=jnp.full(2, 6, jnp.int32),
+        env=jax.tree.map(lambda a: jnp.stack([a, a]), state),
+        ply=jnp.full(2, 6, jnp.int32),
         episode=jnp.zeros(2, jnp.int32),
-        resign=resign.ResignGames(allowed=jnp.array([True, False]), first=jnp.full(2, -1, jnp.int32),
-                                  first_grid=jnp.full((2, len(resign.GRID)), -1, jnp.int32)))
+        resign=resign.ResignGames(
+            allowed=jnp.array([True, False]),
+            first=jnp.full(2, -1, jnp.int32),
+            first_grid=jnp.full((2, len(resign.GRID)), -1, jnp.int32),
+        ),
+    )
     apply_fn, variables = uninformative_model(env)
     settings = selfplay.SelfPlayConfig(
-        search=search.SearchConfig(num_simulations=64, algorithm="puct", dirichlet_fraction=0.0, dirichlet_alpha=1.0,
-                                   max_num_considered_actions=9),
-        num_plies=3, sampling_moves=0, resign_disabled_fraction=0.5)
+        search=search.SearchConfig(
+            num_simulations=64,
+            algorithm="puct",
+            dirichlet_fraction=0.0,
+            dirichlet_alpha=1.0,
+            max_num_considered_actions=9,
+        ),
+        num_plies=3,
+        sampling_moves=0,
+        resign_disabled_fraction=0.5,
+    )
     buffer = replay.init(6, env.observation_shape, state.observation.dtype, env.num_actions)
-    play = jax.jit(lambda g, b, k: selfplay.play(env, apply_fn, variables, settings, g, b, k, first_ply=jnp.int32(0),
-                                                 v_resign=jnp.float32(-0.5)))
+    play = jax.jit(
+        lambda g, b, k: selfplay.play(
+            env, apply_fn, variables, settings, g, b, k, first_ply=jnp.int32(0), v_resign=jnp.float32(-0.5)
+        )
+    )
     games, buffer, m = play(games, buffer, jax.random.key(1))
     # Ply t wrote slot b's position at row 2t + b.  Rows 0, 1: X to move; rows 2, 3: O to move; row 5: X wins.
     np.testing.assert_array_equal(np.asarray(buffer.player[:4]), [x, x, o, o])
     assert np.asarray(buffer.policy[0]).argmax() == np.asarray(buffer.policy[1]).argmax() == 8
     np.testing.assert_array_equal(np.asarray(buffer.done), [True, True, True, True, False, True])
-    np.testing.assert_array_equal(np.asarray(buffer.outcome[:4]), [1, 1, -1, -1])   # resigned == played out
+    np.testing.assert_array_equal(np.asarray(buffer.outcome[:4]), [1, 1, -1, -1])  # resigned == played out
     assert float(buffer.outcome[5]) == 1 and int(buffer.player[5]) == x
     assert int(m["resigned"]) == 1 and int(m["games"]) == 2
     # Slot 0 restarted after resigning (row 4 is its new game's first position, outcome pending).
@@ -263,10 +321,25 @@ def test_resigned_game_gets_the_targets_of_its_played_out_result():
 
 
 # --- a tiny connect_four run in alphago_zero mode ------------------------------------------------------------------
-TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4", "selfplay_batch_size=8",
-        "selfplay_steps=8", "replay_capacity=512", "batch_size=16", "min_replay_size=16", "eval_every=0",
-        "checkpoint_every=2", "keep_checkpoints=5", "train_ratio=0.5", "num_iterations=4",
-        "gating_games=8", "resign_disabled_fraction=0.5", "resign_calibration_games=2"]
+TINY = [
+    "num_blocks=1",
+    "num_channels=8",
+    "value_hidden=8",
+    "num_simulations=4",
+    "selfplay_batch_size=8",
+    "selfplay_steps=8",
+    "replay_capacity=512",
+    "batch_size=16",
+    "min_replay_size=16",
+    "eval_every=0",
+    "checkpoint_every=2",
+    "keep_checkpoints=5",
+    "train_ratio=0.5",
+    "num_iterations=4",
+    "gating_games=8",
+    "resign_disabled_fraction=0.5",
+    "resign_calibration_games=2",
+]
 
 
 def test_tiny_connect_four_run_gates_twice_recalibrates_v_resign_and_resumes_exactly(tmp_path, two_devices):
@@ -294,7 +367,8 @@ def test_tiny_connect_four_run_gates_twice_recalibrates_v_resign_and_resumes_exa
     assert all(0 <= r["resign/resigned_fraction"] <= 1 for r in records)
     # The final state carries the best player and v_resign, and the checkpoint of iteration 4 holds them.
     assert int(final.best.iteration) == best and float(final.resign.v_resign) == pytest.approx(
-        records[-1]["resign/v_resign"])
+        records[-1]["resign/v_resign"]
+    )
     if best == 4:
         jax.tree.map(np.testing.assert_array_equal, jax.device_get(final.best.params), jax.device_get(final.params))
     trainer = Trainer(config, make_mesh(two_devices))
@@ -314,4 +388,5 @@ def test_tiny_connect_four_run_gates_twice_recalibrates_v_resign_and_resumes_exa
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     again = read_metrics(str(resumed_dir))[3]
     assert {k: v for k, v in again.items() if k.startswith(("gating/", "resign/")) and k != "gating/seconds"} == {
-        k: v for k, v in records[3].items() if k.startswith(("gating/", "resign/")) and k != "gating/seconds"}
+        k: v for k, v in records[3].items() if k.startswith(("gating/", "resign/")) and k != "gating/seconds"
+    }

@@ -5,6 +5,7 @@ It runs in a subprocess so that XLA can be told to spend little time optimising 
 most of this test; the figures checked here do not depend on it). XLA's FLOP counts come from the HLO, before
 machine code, so they are unaffected.
 """
+
 import json
 import os
 import subprocess
@@ -14,9 +15,17 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIMS, GAMES, PLIES, BATCH = 4, 8, 3, 16
-TINY = {"num_blocks": 1, "num_channels": 32, "value_hidden": 8, "num_simulations": SIMS,
-        "selfplay_batch_size": GAMES, "selfplay_steps": PLIES, "replay_capacity": 256, "batch_size": BATCH,
-        "min_replay_size": 16}
+TINY = {
+    "num_blocks": 1,
+    "num_channels": 32,
+    "value_hidden": 8,
+    "num_simulations": SIMS,
+    "selfplay_batch_size": GAMES,
+    "selfplay_steps": PLIES,
+    "replay_capacity": 256,
+    "batch_size": BATCH,
+    "min_replay_size": 16,
+}
 
 # Hand count of the network's multiply-adds per evaluation on connect_four (observation 6×7×2, 7 actions), for
 # TINY's network: stem conv 3×3 2→32, one residual block (two 3×3 convs 32→32), policy head conv 1×1 32→2 then dense
@@ -37,11 +46,27 @@ def bench(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench") / "bench.json"
     sets = [arg for key, value in TINY.items() for arg in ("--set", f"{key}={value}")]
     env = {**os.environ, "XLA_FLAGS": "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"}
-    env.pop("JAX_COMPILATION_CACHE_DIR", None)   # the compile figures are of real compiles, not of the session's cache
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)  # the compile figures are of real compiles, not of the session's cache
     result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "experiments", "benchmark.py"), "--game", "connect_four", "--devices",
-         "2", "--repeats", "1", *sets, "--json", str(out)], capture_output=True, text=True, timeout=600, env=env,
-        cwd=ROOT)
+        [
+            sys.executable,
+            os.path.join(ROOT, "experiments", "benchmark.py"),
+            "--game",
+            "connect_four",
+            "--devices",
+            "2",
+            "--repeats",
+            "1",
+            *sets,
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     with open(out) as f:
         return json.load(f), result.stdout
@@ -72,7 +97,8 @@ def test_bench_figures_are_consistent(bench):
     fl = r["flops"]
     assert fl["network_flops_per_evaluation"] == pytest.approx(HAND_FLOPS_PER_EVALUATION, rel=0.05)
     assert fl["selfplay_mfu"] == approx(
-        sp["positions_per_second"] * (SIMS + 1) * fl["network_flops_per_evaluation"] / fl["peak_flops_per_second"])
+        sp["positions_per_second"] * (SIMS + 1) * fl["network_flops_per_evaluation"] / fl["peak_flops_per_second"]
+    )
     assert 0 < fl["selfplay_mfu"] < 1 and fl["peak_flops_per_second"] > 0
 
     comp = r["compile"]

@@ -1,4 +1,5 @@
 """Bad input through the real CLI: a clear one-line error, non-zero exit, nothing already written is touched."""
+
 import json
 import os
 import subprocess
@@ -8,10 +9,34 @@ import pytest
 
 from conftest import FAST_COMPILES
 
-TINY = ["--set", "num_blocks=1", "--set", "num_channels=8", "--set", "value_hidden=8", "--set", "num_simulations=4",
-        "--set", "selfplay_batch_size=8", "--set", "selfplay_steps=3", "--set", "replay_capacity=256",
-        "--set", "batch_size=16", "--set", "min_replay_size=16", "--set", "eval_every=0",
-        "--set", "checkpoint_every=1", "--set", "train_ratio=0.5", "--set", "num_iterations=2"]
+TINY = [
+    "--set",
+    "num_blocks=1",
+    "--set",
+    "num_channels=8",
+    "--set",
+    "value_hidden=8",
+    "--set",
+    "num_simulations=4",
+    "--set",
+    "selfplay_batch_size=8",
+    "--set",
+    "selfplay_steps=3",
+    "--set",
+    "replay_capacity=256",
+    "--set",
+    "batch_size=16",
+    "--set",
+    "min_replay_size=16",
+    "--set",
+    "eval_every=0",
+    "--set",
+    "checkpoint_every=1",
+    "--set",
+    "train_ratio=0.5",
+    "--set",
+    "num_iterations=2",
+]
 
 
 def az(*args, timeout=300):
@@ -19,8 +44,13 @@ def az(*args, timeout=300):
     it shares the session's compilation cache (conftest.py), so the tiny run that this file and test_evaluation.py
     both train is compiled once."""
     env = {**os.environ, **FAST_COMPILES, "XLA_FLAGS": ""}
-    return subprocess.run([sys.executable, "-m", "az_jax.apps.cli", "--devices", "2", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "az_jax.apps.cli", "--devices", "2", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def error_line(result):
@@ -30,14 +60,17 @@ def error_line(result):
     return lines[0]
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["train", "--game", "tic_tac_tow"], "unknown game 'tic_tac_tow'"),
-    (["train", "--game", "tic_tac_toe", "--set", "num_simulation=8"], "unknown config key 'num_simulation'"),
-    (["train", "--game", "tic_tac_toe", "--set", "num_simulations=0"], "num_simulations must be a positive"),
-    (["train", "--game", "tic_tac_toe", "--set", "search=alphabeta"], "search must be one of puct, gumbel"),
-    (["train", "--game", "tic_tac_toe", "--set", "selfplay_batch_size=9"], "not divisible by the 2 devices"),
-    (["train", "--game", "tic_tac_toe", "--preset", "huge"], "unknown preset 'huge'"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["train", "--game", "tic_tac_tow"], "unknown game 'tic_tac_tow'"),
+        (["train", "--game", "tic_tac_toe", "--set", "num_simulation=8"], "unknown config key 'num_simulation'"),
+        (["train", "--game", "tic_tac_toe", "--set", "num_simulations=0"], "num_simulations must be a positive"),
+        (["train", "--game", "tic_tac_toe", "--set", "search=alphabeta"], "search must be one of puct, gumbel"),
+        (["train", "--game", "tic_tac_toe", "--set", "selfplay_batch_size=9"], "not divisible by the 2 devices"),
+        (["train", "--game", "tic_tac_toe", "--preset", "huge"], "unknown preset 'huge'"),
+    ],
+)
 def test_bad_config_is_a_one_line_error(tmp_path, args, needle):
     result = az(*args, "--run-dir", str(tmp_path / "run"))
     assert result.returncode == 2

@@ -1,5 +1,6 @@
 """The typed config: unknown keys and invalid values are rejected naming the key, overrides are coerced to the field's
 type, every game has presets that validate, and JSON round-trips."""
+
 import dataclasses
 
 import pytest
@@ -17,12 +18,15 @@ def test_unknown_key_is_rejected_naming_it():
         from_json('{"no_such_key": 1}')
 
 
-@pytest.mark.parametrize("assignment,key", [
-    ("num_simulations=0", "num_simulations"),
-    ("num_blocks=-1", "num_blocks"),
-    ("dirichlet_fraction=1.5", "dirichlet_fraction"),
-    ("game=nope", "nope"),
-])
+@pytest.mark.parametrize(
+    "assignment,key",
+    [
+        ("num_simulations=0", "num_simulations"),
+        ("num_blocks=-1", "num_blocks"),
+        ("dirichlet_fraction=1.5", "dirichlet_fraction"),
+        ("game=nope", "nope"),
+    ],
+)
 def test_invalid_value_is_rejected_naming_the_key(assignment, key):
     config = override(Config(), [assignment])  # parses; validate() judges the value
     with pytest.raises(ConfigError, match=key):
@@ -61,8 +65,17 @@ def test_learning_rates_and_boundaries_must_match_in_length():
 
 
 def test_overrides_are_coerced_to_the_field_type():
-    config = override(Config(), ["learning_rates=0.1,0.01", "num_blocks=3", "lr_boundaries=1000", "c_init=2",
-                                 "search=gumbel", "compute_dtype=bfloat16"])
+    config = override(
+        Config(),
+        [
+            "learning_rates=0.1,0.01",
+            "num_blocks=3",
+            "lr_boundaries=1000",
+            "c_init=2",
+            "search=gumbel",
+            "compute_dtype=bfloat16",
+        ],
+    )
     assert config.learning_rates == (0.1, 0.01)
     assert config.num_blocks == 3 and type(config.num_blocks) is int
     assert config.lr_boundaries == (1000,) and type(config.lr_boundaries[0]) is int
@@ -111,8 +124,9 @@ def test_unknown_preset_and_game_are_rejected():
 
 
 def test_json_round_trip():
-    config = override(preset("connect_four"), ["learning_rates=0.3,0.03,0.003", "lr_boundaries=10,20",
-                                               "search=gumbel", "seed=7"])
+    config = override(
+        preset("connect_four"), ["learning_rates=0.3,0.03,0.003", "lr_boundaries=10,20", "search=gumbel", "seed=7"]
+    )
     again = from_json(config.to_json())
     assert again == config
     assert isinstance(again.learning_rates, tuple) and isinstance(again.lr_boundaries, tuple)

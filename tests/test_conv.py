@@ -1,5 +1,6 @@
 """az_jax/conv.py: the forward pass and both gradients equal JAX's own convolution's, and in a rolled loop of
 gradient steps every convolution XLA:CPU compiles is in the canonical NHWC/HWIO form it runs on Eigen."""
+
 import re
 
 import jax
@@ -13,8 +14,9 @@ from az_jax import conv as conv_lib
 NHWC = ("NHWC", "HWIO", "NHWC")
 
 
-@pytest.mark.parametrize("kernel, padding", [((3, 3), "SAME"), ((1, 1), "SAME"), ((3, 3), "VALID"),
-                                             ((3, 2), ((2, 0), (1, 1)))])
+@pytest.mark.parametrize(
+    "kernel, padding", [((3, 3), "SAME"), ((1, 1), "SAME"), ((3, 3), "VALID"), ((3, 2), ((2, 0), (1, 1)))]
+)
 def test_values_and_gradients_match_lax(kernel, padding):
     kx, kw, ky = jax.random.split(jax.random.key(0), 3)
     x = jax.random.normal(kx, (4, 6, 7, 5))
@@ -45,7 +47,9 @@ def test_other_convolutions_fall_back_to_lax():
     x = jax.random.normal(jax.random.key(1), (2, 8, 8, 4))
     w = jax.random.normal(jax.random.key(2), (3, 3, 4, 6))
     kwargs = dict(window_strides=(2, 2), padding="SAME", dimension_numbers=NHWC)
-    np.testing.assert_array_equal(conv_lib.conv_general_dilated(x, w, **kwargs), lax.conv_general_dilated(x, w, **kwargs))
+    np.testing.assert_array_equal(
+        conv_lib.conv_general_dilated(x, w, **kwargs), lax.conv_general_dilated(x, w, **kwargs)
+    )
 
 
 def _conv_dim_labels(fn, *args) -> list[str]:
@@ -64,15 +68,16 @@ def test_rolled_gradient_loop_compiles_only_canonical_convolutions():
             y = x
             for layer in range(2):
                 y = jax.nn.relu(conv(y, w[layer], (1, 1), "SAME", dimension_numbers=NHWC))
-            return jnp.sum(y ** 2)
+            return jnp.sum(y**2)
 
         def run(w):
             return lax.scan(lambda w, _: (w - 1e-3 * jax.grad(loss)(w), None), w, None, length=3)[0]
+
         return run
 
     ours = _conv_dim_labels(steps(conv_lib.conv_general_dilated), w)
     theirs = _conv_dim_labels(steps(lax.conv_general_dilated), w)
-    assert len(ours) == 5                      # per step: 2 forward, 2 weight gradients, 1 input gradient (layer 2's)
+    assert len(ours) == 5  # per step: 2 forward, 2 weight gradients, 1 input gradient (layer 2's)
     assert set(ours) == {"b01f_01io->b01f"}
     assert set(theirs) != {"b01f_01io->b01f"}  # the comparison can fail: JAX's own gradient is not canonical here
 
@@ -81,6 +86,7 @@ def test_network_forward_compiles_to_the_same_program():
     # Acting (self-play, evaluation) only runs the forward pass: with az_jax's convolution the network must compile to
     # exactly the convolutions and fusions it had with lax's, so self-play speed cannot change.
     from az_jax.networks import AlphaZeroNet
+
     obs = jnp.zeros((4, 6, 7, 2), jnp.bool_)
 
     def program(conv):
@@ -88,9 +94,10 @@ def test_network_forward_compiles_to_the_same_program():
         variables = net.init(jax.random.key(0), obs)
         text = jax.jit(lambda v, o: net.apply(v, o)).lower(variables, obs).compile().as_text()
         text = re.sub(r", metadata=\{[^}]*\}", "", text)
-        return [re.sub(r"%[\w.\-]+", "%", line) for line in text.splitlines()
-                if "convolution(" in line or "fusion(" in line]
+        return [
+            re.sub(r"%[\w.\-]+", "%", line) for line in text.splitlines() if "convolution(" in line or "fusion(" in line
+        ]
 
     ours, theirs = program(conv_lib.conv_general_dilated), program(lax.conv_general_dilated)
-    assert len(theirs) >= 5                    # 3 convolutions (stem, block × 2) + 2 head convolutions, at least
+    assert len(theirs) >= 5  # 3 convolutions (stem, block × 2) + 2 head convolutions, at least
     assert ours == theirs

@@ -1,4 +1,5 @@
 """Tests for az_jax.evaluation.elo: hand-checkable cases and recovery of known ratings."""
+
 import json
 import math
 
@@ -51,7 +52,7 @@ def test_recovers_known_ratings_from_synthetic_matches():
     rng = np.random.default_rng(20240611)
     results = []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             p = expected_score(true[a], true[b])
             # Draw model: P(draw) = 0.8 p (1 - p) (0.2 between equals, less for mismatches), and
             # P(win) = p - P(draw)/2 so that the expected score is exactly p (draw = half a win).

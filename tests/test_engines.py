@@ -5,6 +5,7 @@ The main cases use the real engines (Debian packages `gnugo` and `stockfish`, li
 (hanging, garbage replies) use tiny fake engines written in Python. Every test that starts a
 process checks that it was killed and reaped afterwards.
 """
+
 import os
 import signal
 import sys
@@ -367,10 +368,15 @@ def test_pgx_chess_actions_round_trip_through_uci(chess_env):
                 assert move in board.legal_moves, (board.fen(), action, move)
                 assert cm.move_to_action(move, board) == action
                 kind = (
-                    "castling" if board.is_castling(move)
-                    else "en passant" if board.is_en_passant(move)
-                    else "queen promotion" if move.promotion == chess.QUEEN
-                    else "under-promotion" if move.promotion else None
+                    "castling"
+                    if board.is_castling(move)
+                    else "en passant"
+                    if board.is_en_passant(move)
+                    else "queen promotion"
+                    if move.promotion == chess.QUEEN
+                    else "under-promotion"
+                    if move.promotion
+                    else None
                 )
                 if kind:
                     seen[(kind, board.turn)] = seen.get((kind, board.turn), 0) + 1
@@ -419,9 +425,11 @@ def test_full_game_random_vs_stockfish(chess_env):
     white_reward = float(state.rewards[int(state._player_order[0])])
     if outcome is not None and outcome.termination == chess.Termination.CHECKMATE:
         assert white_reward == (1.0 if outcome.winner == chess.WHITE else -1.0)
-    print(f"\n[chess random(W) vs stockfish(B) nodes=1000] plies={board.ply()} "
-          f"python-chess outcome={outcome.result() if outcome else '*'} "
-          f"({outcome.termination.name if outcome else 'pgx step limit'}) pgx white reward={white_reward:+.0f}")
+    print(
+        f"\n[chess random(W) vs stockfish(B) nodes=1000] plies={board.ply()} "
+        f"python-chess outcome={outcome.result() if outcome else '*'} "
+        f"({outcome.termination.name if outcome else 'pgx step limit'}) pgx white reward={white_reward:+.0f}"
+    )
 
 
 @needs_stockfish

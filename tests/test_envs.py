@@ -5,6 +5,7 @@ for the games that end in a draw at their ply cap, two more games in the batch p
 counters fast-forwarded to just below it. Everything about a game is checked in one test, so the game's program is
 compiled once (chess and shogi take ~10-20 s each to build and compile on CPU) whatever pytest-xdist does.
 """
+
 import functools
 
 import jax
@@ -46,8 +47,9 @@ def _play_random_games(env, rng_key, num_games: int, max_length: int, probe_cap:
     state = jax.vmap(env.init)(jax.random.split(init_key, num_games))
     initial = jax.tree.map(lambda x: x[0], state)
     if probe_cap:
-        probes = _fast_forward(jax.vmap(env.init)(jax.random.split(probe_key, 2)),
-                               jnp.int32([max_length - 2, max_length - 1]))
+        probes = _fast_forward(
+            jax.vmap(env.init)(jax.random.split(probe_key, 2)), jnp.int32([max_length - 2, max_length - 1])
+        )
         state = jax.tree.map(lambda *x: jnp.concatenate(x), state, probes)
     size = state.current_player.shape[0]
     zeros = jnp.zeros(size, jnp.int32)
@@ -59,7 +61,7 @@ def _play_random_games(env, rng_key, num_games: int, max_length: int, probe_cap:
     def ply(carry):
         state, t, length, total, illegal, stuck, key = carry
         key, action_key = jax.random.split(key)
-        over = state.terminated | state.truncated                                  # [n]
+        over = state.terminated | state.truncated  # [n]
         action = jax.random.categorical(action_key, jnp.where(state.legal_action_mask, 0.0, -jnp.inf))
         legal = jnp.take_along_axis(state.legal_action_mask, action[:, None], axis=1)[:, 0]
         illegal = illegal + (~over & ~legal)
@@ -69,8 +71,13 @@ def _play_random_games(env, rng_key, num_games: int, max_length: int, probe_cap:
 
     carry = (state, 0, zeros, jnp.zeros((size, 2)), zeros, zeros, play_key)
     state, _, length, total, illegal, stuck, _ = jax.lax.while_loop(running, ply, carry)
-    return initial, {"ended": state.terminated | state.truncated, "length": length, "rewards": total,
-                     "illegal": illegal, "stuck": stuck}
+    return initial, {
+        "ended": state.terminated | state.truncated,
+        "length": length,
+        "rewards": total,
+        "illegal": illegal,
+        "stuck": stuck,
+    }
 
 
 def test_the_draw_at_cap_games_are_the_chess_family():
@@ -91,8 +98,9 @@ def test_game_conforms(name):
 
     num_games = 2 if name in HEAVY else 16
     probe_cap = spec.cap_rule == "draw"
-    initial, out = jax.tree.map(np.asarray, _play_random_games(env, jax.random.key(20240601), num_games,
-                                                               spec.max_length, probe_cap))
+    initial, out = jax.tree.map(
+        np.asarray, _play_random_games(env, jax.random.key(20240601), num_games, spec.max_length, probe_cap)
+    )
     # The shapes the network is built from match a real initial state.
     assert initial.observation.shape == env.observation_shape
     assert initial.legal_action_mask.shape == (env.num_actions,)

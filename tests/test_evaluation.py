@@ -1,6 +1,7 @@
 """Strength measurement: the rollout-MCTS baseline is a real player, openings pair up, player specs parse, matches
 against GNU Go and Stockfish complete through the match layer, engine failures stop a match as errors, and
 `az-jax eval` / `az-jax ladder` work end to end on a tiny run."""
+
 import json
 import os
 import sys
@@ -9,12 +10,11 @@ import jax
 import numpy as np
 import pgx
 import pytest
+from test_cli import TINY, az, error_line
 
 from az_jax import arena
 from az_jax.engines import EngineError
 from az_jax.evaluation import elo, match, players, rollout_mcts
-
-from test_cli import TINY, az, error_line
 
 
 # --- the classic rollout MCTS baseline --------------------------------------------------------------------------------
@@ -23,8 +23,9 @@ def test_rollout_mcts_beats_random_at_connect_four_by_a_wide_margin():
     # Random play against random play scores 0.5 ± 0.1 over 40 games, so ≥ 0.85 can only come from a real player.
     env = pgx.make("connect_four")
     player = rollout_mcts.rollout_mcts_player(env, num_simulations=50, max_length=42)
-    results = jax.jit(lambda k: arena.play_match(env, player, arena.uniform_random_player, k, 40, 42,
-                                                 opening_plies=2))(jax.random.key(3))
+    results = jax.jit(lambda k: arena.play_match(env, player, arena.uniform_random_player, k, 40, 42, opening_plies=2))(
+        jax.random.key(3)
+    )
     assert arena.score(results) >= 0.85
 
 
@@ -58,7 +59,7 @@ def test_random_rollout_values_a_finished_position_as_zero_and_a_forced_one_corr
 # --- arena openings ---------------------------------------------------------------------------------------------------
 def test_openings_are_shared_by_pairs_with_colours_swapped_and_differ_between_pairs():
     env = pgx.make("connect_four")
-    first = lambda s, k: jax.numpy.argmax(s.legal_action_mask, axis=-1)   # deterministic: leftmost legal column
+    first = lambda s, k: jax.numpy.argmax(s.legal_action_mask, axis=-1)  # deterministic: leftmost legal column
     games = jax.jit(lambda k: arena.play_games(env, first, first, k, 16, 42, opening_plies=4))(jax.random.key(0))
     actions = np.asarray(games.actions)
     a_first = np.asarray(games.a_first)
@@ -76,10 +77,11 @@ def test_openings_are_shared_by_pairs_with_colours_swapped_and_differ_between_pa
 
 def test_game_lengths_and_results_are_consistent():
     env = pgx.make("tic_tac_toe")
-    games = jax.jit(lambda k: arena.play_games(env, arena.uniform_random_player, arena.uniform_random_player,
-                                               k, 32, 9))(jax.random.key(5))
+    games = jax.jit(
+        lambda k: arena.play_games(env, arena.uniform_random_player, arena.uniform_random_player, k, 32, 9)
+    )(jax.random.key(5))
     lengths = np.asarray(games.lengths)
-    assert ((lengths >= 5) & (lengths <= 9)).all()              # tic-tac-toe: a win needs ≥ 5 plies, at most 9
+    assert ((lengths >= 5) & (lengths <= 9)).all()  # tic-tac-toe: a win needs ≥ 5 plies, at most 9
     decisive = np.asarray(games.results) != 0
     # a game that ends before the board is full must be decisive
     assert decisive[lengths < 9].all()
@@ -90,11 +92,18 @@ def test_player_specs_parse_and_bad_ones_are_errors():
     assert players.make_player("random", "connect_four").name == "random"
     p = players.make_player("mcts:sims=123,c=0.7", "connect_four")
     assert (p.name, p.simulations) == ("mcts123_c0.7", 123)
-    assert players.make_player("mcts:sims=123", "connect_four").apply is \
-        players.make_player("mcts:sims=123", "connect_four").apply            # one compiled function per setting
-    for spec, needle in [("alphabeta", "unknown player"), ("mcts:sims=0", "sims must be >= 1"),
-                         ("mcts:sims=ten", "sims must be a int"), ("mcts:sims=5,depth=3", "unknown option(s) depth"),
-                         ("run:", "give a run directory"), ("run:/nonexistent@x", "the step after @")]:
+    assert (
+        players.make_player("mcts:sims=123", "connect_four").apply
+        is players.make_player("mcts:sims=123", "connect_four").apply
+    )  # one compiled function per setting
+    for spec, needle in [
+        ("alphabeta", "unknown player"),
+        ("mcts:sims=0", "sims must be >= 1"),
+        ("mcts:sims=ten", "sims must be a int"),
+        ("mcts:sims=5,depth=3", "unknown option(s) depth"),
+        ("run:", "give a run directory"),
+        ("run:/nonexistent@x", "the step after @"),
+    ]:
         with pytest.raises(players.PlayerSpecError, match=needle.replace("(", r"\(").replace(")", r"\)")):
             players.make_player(spec, "connect_four")
     with pytest.raises(players.PlayerSpecError, match="not a Go game"):
@@ -217,6 +226,7 @@ def test_ladder_cli_rates_checkpoints_with_baselines(tiny_run):
     assert all(m["wins"] + m["draws"] + m["losses"] == 6 for m in matches)
     fit = elo.fit_elo([(m["a"], m["b"], m["wins"], m["draws"], m["losses"]) for m in matches], anchor="random")
     import csv
+
     rows = {row["player"]: row for row in csv.DictReader(open(out / "ratings.csv"))}
     assert float(rows["random"]["elo"]) == 0.0
     for name in ["step1", "step2"]:
@@ -235,8 +245,19 @@ def test_eval_cli_with_a_player_spec_instead_of_a_run(tmp_path):
     # GNU Go (an engine, so the game runs on the host) against uniform random, one game on 9×9: GNU Go wins, and the
     # end is scored by GNU Go's final_score and by pgx's Tromp-Taylor count with the same winner.
     out = tmp_path / "evals"
-    r = az("eval", "--player", "gnugo:level=0", "--game", "go_9x9", "--opponent", "random", "--games", "1",
-           "--out-dir", str(out))
+    r = az(
+        "eval",
+        "--player",
+        "gnugo:level=0",
+        "--game",
+        "go_9x9",
+        "--opponent",
+        "random",
+        "--games",
+        "1",
+        "--out-dir",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     rec = json.loads((out / "results.jsonl").read_text().splitlines()[-1])
     assert (rec["player"], rec["opponent"], rec["wins"], rec["games"]) == ("gnugo0", "random", 1, 1)

@@ -1,4 +1,5 @@
 """One Eigen thread per host device when there is a device per core; the user's XLA_FLAGS win."""
+
 from az_jax.host_devices import SINGLE_THREAD_FLAG, xla_flags
 
 

@@ -1,5 +1,6 @@
 """The learner: l = (z − v)² − πᵀ log p + c‖θ‖² checked by hand, the stepped learning-rate schedule, momentum, and a
 tiny overfitting run with a real threshold."""
+
 import dataclasses
 import functools
 import math
@@ -7,10 +8,10 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from az_jax import learner, replay
 from az_jax.config import Config
+
 from conftest import random_batch, tiny_network, tiny_variables
 
 
@@ -31,7 +32,8 @@ HAND_BATCH = replay.Batch(
     observation=jnp.zeros((2, 1)),
     policy=jnp.float32([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]]),  # π
     legal=jnp.bool_([[True, True, False], [True, True, True]]),
-    outcome=jnp.float32([-1.0, 1.0]))                        # z
+    outcome=jnp.float32([-1.0, 1.0]),
+)  # z
 HAND_NET = FixedOutputNet(logits=[[0.0, 0.0, LN2], [0.0, LN3, 0.0]], value=[0.5, -0.25])
 
 
@@ -42,7 +44,7 @@ def test_loss_matches_hand_computation():
     #   the legal actions; π = [1, 0, 0] -> −ln(1/2) = ln 2 ≈ 0.693147.
     # Policy, row 1: all legal, p = [1, 3, 1] / 5; π = [1/2, 1/2, 0] -> −(½ ln(1/5) + ½ ln(3/5)) = ln 5 − ½ ln 3
     #   ≈ 1.609438 − 0.549306 = 1.060132.
-    policy = (LN2 + (LN5 - 0.5 * LN3)) / 2                   # mean ≈ 0.876640
+    policy = (LN2 + (LN5 - 0.5 * LN3)) / 2  # mean ≈ 0.876640
     # Value: row 0 (z − v)² = (−1 − 0.5)² = 2.25; row 1 (1 − (−0.25))² = 1.5625 -> mean 1.90625.
     value = (2.25 + 1.5625) / 2
     # L2: c·Σθ² = 1e-4 · (1² + 2²) = 5e-4.
@@ -50,7 +52,7 @@ def test_loss_matches_hand_computation():
     np.testing.assert_allclose(metrics["policy_loss"], policy, rtol=1e-6)
     np.testing.assert_allclose(metrics["value_loss"], value, rtol=1e-6)
     np.testing.assert_allclose(metrics["l2"], l2, rtol=1e-6)
-    np.testing.assert_allclose(loss, value + policy + l2, rtol=1e-6)   # ≈ 2.783390
+    np.testing.assert_allclose(loss, value + policy + l2, rtol=1e-6)  # ≈ 2.783390
     np.testing.assert_allclose(loss, 2.783390, rtol=1e-6)
     np.testing.assert_array_equal(batch_stats["mean"], 0.0)
 
@@ -97,8 +99,15 @@ def test_train_step_overfits_a_tiny_batch():
     config = dataclasses.replace(Config(), learning_rates=(0.1,), lr_boundaries=(), momentum=0.9)
     optimizer = learner.make_optimizer(config)
 
-    step = jax.jit(functools.partial(learner.train_step, apply_fn=learner.learning_apply(network),
-                                     optimizer=optimizer, weight_decay=1e-4, axis_name=None))
+    step = jax.jit(
+        functools.partial(
+            learner.train_step,
+            apply_fn=learner.learning_apply(network),
+            optimizer=optimizer,
+            weight_decay=1e-4,
+            axis_name=None,
+        )
+    )
     params, batch_stats = variables["params"], variables["batch_stats"]
     opt_state = optimizer.init(params)
     losses = []

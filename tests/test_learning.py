@@ -3,6 +3,7 @@ minimax-optimal move in every one of the 4,520 reachable non-terminal positions 
 exhaustively against the solved game (az_jax/evaluation/tic_tac_toe_oracle.py), not by sampling games. Two seeds, so
 that a preset that is perfect only by luck of one seed's floating-point path fails here.
 """
+
 import jax
 import jax.numpy as jnp
 import pytest

@@ -6,6 +6,7 @@ at 2 and 4. The two processes start from a copy of its checkpoint 2 (so both res
 its own shards) and train iterations 3 and 4, with gradients and batch-norm statistics averaged across the two
 processes, an evaluation at iteration 4 whose games are split over them, and a checkpoint at 4 that both write.
 """
+
 import os
 import re
 import shutil
@@ -23,14 +24,28 @@ from az_jax import checkpoint as ckpt
 from az_jax import distributed
 from az_jax.config import override, preset
 from az_jax.devices import make_mesh
-from az_jax.trainer import Trainer
 from az_jax.loop import train_and_evaluate
 from az_jax.metrics import read_metrics
+from az_jax.trainer import Trainer
+
 from conftest import FAST_COMPILES
 
-TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4", "selfplay_batch_size=8",
-        "selfplay_steps=4", "replay_capacity=256", "batch_size=16", "min_replay_size=16", "train_ratio=1",
-        "checkpoint_every=2", "keep_checkpoints=5", "eval_games=8", "num_iterations=4"]
+TINY = [
+    "num_blocks=1",
+    "num_channels=8",
+    "value_hidden=8",
+    "num_simulations=4",
+    "selfplay_batch_size=8",
+    "selfplay_steps=4",
+    "replay_capacity=256",
+    "batch_size=16",
+    "min_replay_size=16",
+    "train_ratio=1",
+    "checkpoint_every=2",
+    "keep_checkpoints=5",
+    "eval_games=8",
+    "num_iterations=4",
+]
 # G = max(1, round(1 · 8 games · 4 plies / 16)) = 2 gradient steps per iteration once 16 positions have outcomes
 # (tic-tac-toe games last 5-9 plies, so by iteration 2: 37 positions with outcomes in the run below).
 WORKER = os.path.join(os.path.dirname(__file__), "multihost_worker.py")
@@ -56,15 +71,41 @@ def _run_two_processes(tmp_path, run_dir, args):
         for pid in range(2):
             log = open(tmp_path / f"process{pid}.log", "w")
             logs.append(log)
-            procs.append(subprocess.Popen(
-                [sys.executable, WORKER, str(tmp_path / f"process{pid}.npz"), "--devices", "1", "train",
-                 "--game", "tic_tac_toe", "--run-dir", str(run_dir), "--no-progress",
-                 "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(pid), *args],
-                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        WORKER,
+                        str(tmp_path / f"process{pid}.npz"),
+                        "--devices",
+                        "1",
+                        "train",
+                        "--game",
+                        "tic_tac_toe",
+                        "--run-dir",
+                        str(run_dir),
+                        "--no-progress",
+                        "--coordinator",
+                        f"127.0.0.1:{port}",
+                        "--num-processes",
+                        "2",
+                        "--process-id",
+                        str(pid),
+                        *args,
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
+                )
+            )
         # Wait for both, but stop at the deadline or as soon as one fails (its peer would wait for it in a collective).
         deadline = time.monotonic() + TIMEOUT_S
-        while (any(p.poll() is None for p in procs) and time.monotonic() < deadline
-               and not any(p.returncode for p in procs)):
+        while (
+            any(p.poll() is None for p in procs)
+            and time.monotonic() < deadline
+            and not any(p.returncode for p in procs)
+        ):
             time.sleep(0.5)
         codes = [p.poll() for p in procs]  # None: still running at the deadline, or beside a failed peer
     finally:
@@ -74,15 +115,16 @@ def _run_two_processes(tmp_path, run_dir, args):
                 p.wait()
         for log in logs:
             log.close()
-    tails = "\n".join(f"--- process {i} ---\n" + (tmp_path / f"process{i}.log").read_text()[-3000:]
-                      for i in range(2))
+    tails = "\n".join(f"--- process {i} ---\n" + (tmp_path / f"process{i}.log").read_text()[-3000:] for i in range(2))
     assert codes == [0, 0], f"exit codes {codes}\n{tails}"
     return [dict(np.load(tmp_path / f"process{i}.npz")) for i in range(2)]
 
 
 def _leaves(state) -> dict:
-    return {jax.tree_util.keystr(path): np.asarray(leaf)
-            for path, leaf in jax.tree_util.tree_leaves_with_path(jax.device_get(state))}
+    return {
+        jax.tree_util.keystr(path): np.asarray(leaf)
+        for path, leaf in jax.tree_util.tree_leaves_with_path(jax.device_get(state))
+    }
 
 
 def test_two_processes_train_the_run_one_process_with_two_devices_trains(tmp_path, two_devices, fast_compiles):
@@ -130,8 +172,7 @@ def test_two_processes_train_the_run_one_process_with_two_devices_trains(tmp_pat
     assert sorted(manager.all_steps()) == [2, 4]
     restored = _leaves(ckpt.restore(manager, 4, Trainer(config, make_mesh(two_devices)).abstract_state(), config))
     for k in restored:
-        expected = (local[0][k] if k in replicated or k == ".iteration"
-                    else np.concatenate([local[0][k], local[1][k]]))
+        expected = local[0][k] if k in replicated or k == ".iteration" else np.concatenate([local[0][k], local[1][k]])
         np.testing.assert_array_equal(restored[k], expected, err_msg=k)
 
 
@@ -149,29 +190,49 @@ def test_settings_come_from_arguments_then_the_environment():
 def test_launchers_jax_detects_by_itself():
     slurm = {"SLURM_JOB_ID": "7", "SLURM_STEP_NODELIST": "node[1-2]", "SLURM_PROCID": "0", "SLURM_LOCALID": "0"}
     assert distributed.detect_cluster({**slurm, "SLURM_NTASKS": "2"}) == "slurm"
-    assert distributed.detect_cluster({**slurm, "SLURM_NTASKS": "1"}) is None       # one task: single process
+    assert distributed.detect_cluster({**slurm, "SLURM_NTASKS": "1"}) is None  # one task: single process
     assert distributed.detect_cluster({"OMPI_MCA_orte_hnp_uri": "x", "OMPI_COMM_WORLD_SIZE": "4"}) == "open-mpi"
-    assert distributed.detect_cluster({"TPU_WORKER_HOSTNAMES": "w0,w1"}) == "cloud-tpu"   # GKE TPU slice
-    assert distributed.detect_cluster({}) is None                                        # this machine: no TPU
+    assert distributed.detect_cluster({"TPU_WORKER_HOSTNAMES": "w0,w1"}) == "cloud-tpu"  # GKE TPU slice
+    assert distributed.detect_cluster({}) is None  # this machine: no TPU
 
 
-@pytest.mark.parametrize("settings, needle", [
-    (("h:1", None, None), "needs all of --coordinator HOST:PORT, --num-processes N and --process-id I"),
-    ((None, 2, 1), "needs all of"),
-    (("h", 2, 1), "the coordinator must be HOST:PORT, got 'h'"),
-    (("h:99999", 2, 1), "must be HOST:PORT"),
-    (("h:1", 0, 0), "the number of processes must be at least 1, got 0"),
-    (("h:1", 2, 2), "the process id must be in 0..1, got 2"),
-])
+@pytest.mark.parametrize(
+    "settings, needle",
+    [
+        (("h:1", None, None), "needs all of --coordinator HOST:PORT, --num-processes N and --process-id I"),
+        ((None, 2, 1), "needs all of"),
+        (("h", 2, 1), "the coordinator must be HOST:PORT, got 'h'"),
+        (("h:99999", 2, 1), "must be HOST:PORT"),
+        (("h:1", 0, 0), "the number of processes must be at least 1, got 0"),
+        (("h:1", 2, 2), "the process id must be in 0..1, got 2"),
+    ],
+)
 def test_bad_settings_are_refused(settings, needle):
     with pytest.raises(distributed.DistributedError, match=re.escape(needle)):
         distributed.validate(distributed.ProcessSettings(*settings), cluster=None)
 
 
 def test_incomplete_flags_are_a_one_line_cli_error(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "az_jax.apps.cli", "--devices", "1", "train", "--game", "tic_tac_toe",
-                             "--run-dir", str(tmp_path / "run"), "--coordinator", "127.0.0.1:1234"],
-                            capture_output=True, text=True, timeout=120, env={**os.environ, "XLA_FLAGS": ""})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "az_jax.apps.cli",
+            "--devices",
+            "1",
+            "train",
+            "--game",
+            "tic_tac_toe",
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--coordinator",
+            "127.0.0.1:1234",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "XLA_FLAGS": ""},
+    )
     assert result.returncode == 2
     lines = [l for l in result.stderr.splitlines() if l.startswith("az-jax: error:")]
     assert len(lines) == 1 and "needs all of --coordinator" in lines[0], result.stderr[-2000:]

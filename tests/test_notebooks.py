@@ -1,5 +1,6 @@
 """The Colab notebooks, executed end to end with papermill on CPU with tiny settings: they install nothing here (az_jax
 is importable), train, plot, resume, and play scripted moves by pressing the board's buttons."""
+
 import ast
 import json
 import os
@@ -16,12 +17,37 @@ COLAB = os.path.join(ROOT, "colab")
 NOTEBOOKS = ("quickstart.ipynb", "accelerators.ipynb")
 # connect_four: 8 games × 10 plies per iteration, so games end in iteration 2-3 and learning starts; evaluation
 # against random play (4 games) at iterations 2 and 3.
-C4_TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4", "selfplay_batch_size=8",
-           "selfplay_steps=10", "replay_capacity=512", "batch_size=16", "min_replay_size=16", "train_ratio=0.5",
-           "eval_every=2", "eval_games=4", "eval_simulations=4", "eval_opponents=random", "checkpoint_every=1"]
-GO_TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=2", "selfplay_batch_size=4",
-           "selfplay_steps=4", "replay_capacity=64", "batch_size=8", "min_replay_size=8", "train_ratio=0.5",
-           "eval_every=0", "checkpoint_every=1"]
+C4_TINY = [
+    "num_blocks=1",
+    "num_channels=8",
+    "value_hidden=8",
+    "num_simulations=4",
+    "selfplay_batch_size=8",
+    "selfplay_steps=10",
+    "replay_capacity=512",
+    "batch_size=16",
+    "min_replay_size=16",
+    "train_ratio=0.5",
+    "eval_every=2",
+    "eval_games=4",
+    "eval_simulations=4",
+    "eval_opponents=random",
+    "checkpoint_every=1",
+]
+GO_TINY = [
+    "num_blocks=1",
+    "num_channels=8",
+    "value_hidden=8",
+    "num_simulations=2",
+    "selfplay_batch_size=4",
+    "selfplay_steps=4",
+    "replay_capacity=64",
+    "batch_size=8",
+    "min_replay_size=8",
+    "train_ratio=0.5",
+    "eval_every=0",
+    "checkpoint_every=1",
+]
 PLAY_SIMULATIONS = 12
 
 
@@ -43,8 +69,9 @@ def kernel_environment():
 def execute(name, out_dir, **parameters):
     os.makedirs(out_dir, exist_ok=True)
     out = os.path.join(out_dir, name)
-    papermill.execute_notebook(os.path.join(COLAB, name), out, parameters=parameters, kernel_name="python3",
-                               cwd=COLAB, progress_bar=False)
+    papermill.execute_notebook(
+        os.path.join(COLAB, name), out, parameters=parameters, kernel_name="python3", cwd=COLAB, progress_bar=False
+    )
     return nbformat.read(out, as_version=4)
 
 
@@ -73,18 +100,31 @@ def test_notebooks_only_install_and_call_the_library(name):
         if cell.cell_type != "code":
             continue
         tree = ast.parse(cell.source)
-        functions = [n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Lambda))
-                     and getattr(n, "name", None) != "find_clone"]
+        functions = [
+            n.name
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Lambda)) and getattr(n, "name", None) != "find_clone"
+        ]
         assert not functions, f"{name}: logic belongs in the library (az_jax/apps/notebook.py), found {functions}"
-        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | \
-            {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | {
+            n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+        }
         assert imported <= {"az_jax", "importlib", "os", "subprocess", "sys", "glob", "shutil"}, imported
 
 
 def test_quickstart_trains_plots_and_plays(tmp_path):
     run_dir = str(tmp_path / "run")
-    nb = execute("quickstart.ipynb", str(tmp_path), NUM_ITERATIONS=3, SETTINGS=C4_TINY, RUN_DIR=run_dir,
-                 CPU_DEVICES=2, PLAY_SIMULATIONS=PLAY_SIMULATIONS, INTERACTIVE=False, SCRIPTED_MOVES=["4", "3"])
+    nb = execute(
+        "quickstart.ipynb",
+        str(tmp_path),
+        NUM_ITERATIONS=3,
+        SETTINGS=C4_TINY,
+        RUN_DIR=run_dir,
+        CPU_DEVICES=2,
+        PLAY_SIMULATIONS=PLAY_SIMULATIONS,
+        INTERACTIVE=False,
+        SCRIPTED_MOVES=["4", "3"],
+    )
 
     text, _ = outputs(nb, "az_jax.override(az_jax.preset(GAME")
     assert text.startswith(f"new run in {run_dir}")
@@ -95,7 +135,7 @@ def test_quickstart_trains_plots_and_plays(tmp_path):
     logged = records(run_dir)
     assert [r["iteration"] for r in logged] == [1, 2, 3]
     assert [r["iteration"] for r in logged if "eval/vs_random_score" in r] == [2, 3]
-    assert logged[-1]["train/steps"] > 0 and logged[-1]["train/loss"] > 0   # games ended and learning started
+    assert logged[-1]["train/steps"] > 0 and logged[-1]["train/loss"] > 0  # games ended and learning started
 
     # Play: two presses of the board's buttons, each answered by the agent; the board is pgx's SVG.
     text, data = outputs(nb, "session.widget()")
@@ -107,9 +147,9 @@ def test_quickstart_trains_plots_and_plays(tmp_path):
     text, data = outputs(nb, "session.analysis()")
     assert text.startswith(f"search ({PLAY_SIMULATIONS} simulations): value ")
     table = [line.split() for line in text.strip().splitlines()[2:]]
-    assert len(table) == 7 and {row[0] for row in table} == set("1234567")          # 7 legal columns
+    assert len(table) == 7 and {row[0] for row in table} == set("1234567")  # 7 legal columns
     assert sum(int(row[1]) for row in table) == PLAY_SIMULATIONS
-    assert sum(float(row[2]) for row in table) == pytest.approx(1.0, abs=0.01)       # the prior over legal moves
+    assert sum(float(row[2]) for row in table) == pytest.approx(1.0, abs=0.01)  # the prior over legal moves
     assert "text/html" in data
 
 
@@ -134,6 +174,7 @@ def test_accelerator_notebook_detects_the_backend_and_resumes(tmp_path):
 
 def test_drive_fallback_and_run_status(tmp_path, capsys):
     from az_jax.apps import notebook
+
     # Off Colab, /content/drive cannot be mounted: the run goes to the fallback dir, with a note saying so.
     run_dir = notebook.choose_run_dir("/content/drive/MyDrive/az", "r1", fallback_dir=str(tmp_path / "local"))
     assert run_dir == str(tmp_path / "local" / "r1") and os.path.isdir(run_dir)
@@ -146,22 +187,28 @@ def test_drive_fallback_and_run_status(tmp_path, capsys):
 
 def test_game_session_typed_and_widget_moves(monkeypatch, fast_compiles):
     import jax.numpy as jnp
-    from az_jax import agent as agent_lib, networks
-    from az_jax.apps import notebook, session as session_lib
+
+    from az_jax import agent as agent_lib
+    from az_jax import networks
+    from az_jax.apps import notebook
+    from az_jax.apps import session as session_lib
     from az_jax.config import override, preset
-    from conftest import tiny_variables
     from envs import make_env
-    config = override(preset("tic_tac_toe", "small"), ["num_blocks=1", "num_channels=8", "value_hidden=8",
-                                                       "eval_simulations=6"])
+
+    from conftest import tiny_variables
+
+    config = override(
+        preset("tic_tac_toe", "small"), ["num_blocks=1", "num_channels=8", "value_hidden=8", "eval_simulations=6"]
+    )
     env = make_env("tic_tac_toe")[0]
     net = networks.make_network(config, env.num_actions)
-    variables = tiny_variables(net, jnp.zeros((1, *env.observation_shape)))   # drawn with NumPy: no init program
+    variables = tiny_variables(net, jnp.zeros((1, *env.observation_shape)))  # drawn with NumPy: no init program
     session = notebook.GameSession(agent_lib.Agent(config=config, variables=variables), human_first=False, seed=1)
     # The agent moved first; the analysis it played from covers the 9 empty cells and 6 simulations.
     first = session.last_analysis
     assert len(first.moves) == 9 and int(first.visits.sum()) == 6 and session.moves == [first.best]
     with pytest.raises(ValueError, match="illegal move"):
-        session.play(first.best)                                  # that cell is taken
+        session.play(first.best)  # that cell is taken
     with pytest.raises(ValueError, match="malformed move"):
         session.play("10")
     # More legal moves than MAX_BUTTONS: a text box and a play button instead of one button per move.
@@ -171,7 +218,7 @@ def test_game_session_typed_and_widget_moves(monkeypatch, fast_compiles):
     assert [type(c).__name__ for c in ui.children[1].children] == ["Text", "Button"]
     message = ui.press(free[0])
     assert message.startswith(f"you: {free[0]}   agent: ") and len(session.moves) == 3
-    assert ui.press(free[0]).startswith("Error: illegal move")      # the message line, no exception
+    assert ui.press(free[0]).startswith("Error: illegal move")  # the message line, no exception
     monkeypatch.setattr(session_lib, "MAX_BUTTONS", 25)
     ui.refresh()
     assert sorted(c.description for c in ui.children[1].children) == sorted(session.legal_moves())

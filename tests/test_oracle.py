@@ -1,4 +1,5 @@
 """The tic-tac-toe oracle: its position set and minimax values checked against facts that can be worked out by hand."""
+
 import jax
 import numpy as np
 import pgx
@@ -53,5 +54,6 @@ def test_states_are_the_boards_and_perfect_play_draws():
     assert 0.4 < random["optimal"] < 0.8
     # Perfect against perfect: every game a draw.
     results = jax.jit(lambda key: arena.play_match(env, oracle.perfect_player, oracle.perfect_player, key, 32, 9))(
-        jax.random.key(2))
+        jax.random.key(2)
+    )
     np.testing.assert_array_equal(np.asarray(results), 0.0)

@@ -4,18 +4,21 @@
     (gradients pmean'd, batch norm synchronised over the axis), and leaves identical parameters on both devices.
 (b) The jitted, sharded training iteration compiles once, and keeps the replicated state identical across devices.
 """
+
 import dataclasses
 import functools
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from az_jax import devices, learner, replay
-from az_jax.trainer import Trainer
+from az_jax import devices, learner
 from az_jax.config import Config, override, preset
+from az_jax.trainer import Trainer
+
 from conftest import random_batch, tiny_network, tiny_variables
 
 # Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
@@ -38,8 +41,13 @@ def _train_step_on(devices_, params, batch_stats, opt_state, batch, network, opt
     The boundary's check_vma=False is what this checks: with check_vma=True, JAX's autodiff already sums the
     gradients of the replicated parameters over the devices, and train_step's pmean then leaves them D times the
     mean."""
-    step = functools.partial(learner.train_step, apply_fn=learner.learning_apply(network), optimizer=optimizer,
-                             weight_decay=1e-4, axis_name=AXIS)
+    step = functools.partial(
+        learner.train_step,
+        apply_fn=learner.learning_apply(network),
+        optimizer=optimizer,
+        weight_decay=1e-4,
+        axis_name=AXIS,
+    )
 
     def local(params, batch_stats, opt_state, batch):
         return jax.tree.map(lambda x: x[None], step(params, batch_stats, opt_state, batch))
@@ -51,13 +59,13 @@ def _train_step_on(devices_, params, batch_stats, opt_state, batch, network, opt
 def test_two_device_train_step_equals_one_device_step_on_the_whole_batch(two_devices):
     num_actions = 9
     batch = random_batch(np.random.default_rng(0), n=8, num_actions=num_actions)
-    network = tiny_network(num_actions, axis_name=AXIS)     # batch norm statistics averaged over the device axis
+    network = tiny_network(num_actions, axis_name=AXIS)  # batch norm statistics averaged over the device axis
     variables = tiny_variables(tiny_network(num_actions), batch.observation.astype(jnp.float32))
     config = dataclasses.replace(Config(), learning_rates=(0.1,), lr_boundaries=(), momentum=0.9)
     optimizer = learner.make_optimizer(config)
     args = (variables["params"], variables["batch_stats"], optimizer.init(variables["params"]), batch)
 
-    two = _train_step_on(two_devices, *args, network, optimizer)      # 4 positions per device
+    two = _train_step_on(two_devices, *args, network, optimizer)  # 4 positions per device
     one = _train_step_on(two_devices[:1], *args, network, optimizer)  # all 8 on one device
     two_params, two_stats, two_opt, two_metrics = two
     one_params, one_stats, one_opt, one_metrics = one
@@ -65,12 +73,8 @@ def test_two_device_train_step_equals_one_device_step_on_the_whole_batch(two_dev
     for leaf in jax.tree.leaves((two_params, two_stats, two_opt, two_metrics)):
         np.testing.assert_array_equal(leaf[0], leaf[1])
     # And they equal the single-device step on the whole batch, up to float reassociation.
-    tree_close = lambda a, b: jax.tree.map(lambda x, y: np.testing.assert_allclose(x[0], y[0], atol=1e-5, rtol=1e-5),
-                                           a, b)
-    tree_close(two_params, one_params)
-    tree_close(two_stats, one_stats)
-    tree_close(two_opt, one_opt)
-    tree_close(two_metrics, one_metrics)
+    first_copy = lambda tree: jax.tree.map(lambda x: x[0], tree)
+    chex.assert_trees_all_close(first_copy(two), first_copy(one), atol=1e-5, rtol=1e-5)
     # The step did something: parameters moved, and the running batch-norm averages left their init (mean 0).
     moved = jax.tree.map(lambda new, old: np.abs(new[0] - np.asarray(old)).max(), two_params, variables["params"])
     assert max(jax.tree.leaves(moved)) > 1e-3
@@ -79,9 +83,18 @@ def test_two_device_train_step_equals_one_device_step_on_the_whole_batch(two_dev
     assert max(np.abs(m).max() for m in means) > 1e-3
 
 
-TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4", "selfplay_batch_size=8",
-        "selfplay_steps=3", "replay_capacity=256", "batch_size=16", "min_replay_size=1",
-        "train_ratio=0.5"]  # G = max(1, round(0.5 · 8 · 3 / 16)) = 1 gradient step per iteration
+TINY = [
+    "num_blocks=1",
+    "num_channels=8",
+    "value_hidden=8",
+    "num_simulations=4",
+    "selfplay_batch_size=8",
+    "selfplay_steps=3",
+    "replay_capacity=256",
+    "batch_size=16",
+    "min_replay_size=1",
+    "train_ratio=0.5",
+]  # G = max(1, round(0.5 · 8 · 3 / 16)) = 1 gradient step per iteration
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +124,7 @@ def _replicas(array):
 
 def test_iteration_compiles_once_and_keeps_devices_in_step(trainer):
     state = trainer.init_state()
-    initial_params = jax.tree.map(np.asarray, state.params)   # copied: the iteration donates its input
+    initial_params = jax.tree.map(np.asarray, state.params)  # copied: the iteration donates its input
     compiles = []
     record = lambda event, seconds, **kwargs: compiles.append(event) if event == BACKEND_COMPILE else None
     jax.monitoring.register_event_duration_secs_listener(record)

@@ -3,6 +3,7 @@
 Positions come from one jitted random playout per game (`_runner`: init + a scan of env.step, so each game compiles
 once); moves can be forced into the playout to check hand-written lines against pgx's own FEN / SFEN writers.
 """
+
 import functools
 import itertools
 
@@ -18,8 +19,18 @@ from envs import notation as nt
 pytestmark = pytest.mark.usefixtures("fast_compiles")
 
 # Plies of random play per game (chess and shogi compile slowly: one short game each).
-PLIES = {"tic_tac_toe": 9, "connect_four": 24, "othello": 40, "hex": 30, "go_9x9": 40, "go_19x19": 24,
-         "chess": 30, "gardner_chess": 30, "shogi": 30, "animal_shogi": 30}
+PLIES = {
+    "tic_tac_toe": 9,
+    "connect_four": 24,
+    "othello": 40,
+    "hex": 30,
+    "go_9x9": 40,
+    "go_19x19": 24,
+    "chess": 30,
+    "gardner_chess": 30,
+    "shogi": 30,
+    "animal_shogi": 30,
+}
 
 
 @functools.cache
@@ -48,7 +59,7 @@ def _runner(game: str):
 def _playout(game: str, forced: tuple[int, ...] = (), seed: int = 7):
     """(host states, actions) of one playout; states[i] is the position before actions[i]."""
     f = np.full(PLIES[game], -1, np.int32)
-    f[:len(forced)] = forced
+    f[: len(forced)] = forced
     states, actions = jax.device_get(_runner(game)(jax.random.key(seed), jnp.asarray(f)))
     return [jax.tree.map(lambda x, i=i: x[i], states) for i in range(PLIES[game] + 1)], [int(a) for a in actions]
 
@@ -64,7 +75,7 @@ def _line(game: str, moves: list[str]) -> list:
     for text in moves:
         states, _ = _playout(game, tuple(actions))
         actions.append(nt.parse_move(game, states[len(actions)], text))
-    return _playout(game, tuple(actions))[0][:len(moves) + 1]
+    return _playout(game, tuple(actions))[0][: len(moves) + 1]
 
 
 def _live(states) -> list:
@@ -162,11 +173,11 @@ def test_connect_four_columns():
 
 def test_othello_standard_opening():
     start = _random_game("othello")[0][0]
-    assert set(nt.legal_moves("othello", start)) == {"d3", "c4", "f5", "e6"}      # Black's four first moves
+    assert set(nt.legal_moves("othello", start)) == {"d3", "c4", "f5", "e6"}  # Black's four first moves
     assert [nt._cell("othello", start, sq) for sq in ("d4", "e5", "d5", "e4")] == ["O", "O", "X", "X"]
     after = _line("othello", ["f5"])[1]
-    assert nt._cell("othello", after, "e5") == "X"                                  # flipped
-    assert set(nt.legal_moves("othello", after)) == {"d6", "f4", "f6"}             # White's replies
+    assert nt._cell("othello", after, "e5") == "X"  # flipped
+    assert set(nt.legal_moves("othello", after)) == {"d6", "f4", "f6"}  # White's replies
 
 
 def test_hex_cells_and_swap():
@@ -177,17 +188,17 @@ def test_hex_cells_and_swap():
         nt.parse_move("hex", start, "swap")
     first, swapped = _line("hex", ["b1", "swap"])[1:]
     assert nt.parse_move("hex", first, "swap") == 121
-    assert nt._cell("hex", swapped, "b1") == "." and nt._cell("hex", swapped, "a2") == "O"   # mirrored, O's now
+    assert nt._cell("hex", swapped, "b1") == "." and nt._cell("hex", swapped, "a2") == "O"  # mirrored, O's now
 
 
 def test_go_vertices():
     start = _random_game("go_9x9")[0][0]
-    assert nt.parse_move("go_9x9", start, "A9") == 0                # pgx row 0 is the top row
+    assert nt.parse_move("go_9x9", start, "A9") == 0  # pgx row 0 is the top row
     assert nt.parse_move("go_9x9", start, "j1") == 80
     assert nt.parse_move("go_9x9", start, "E5") == 40
     assert nt.parse_move("go_9x9", start, "pass") == 81 and nt.format_move("go_9x9", start, 81) == "pass"
     with pytest.raises(ValueError, match="malformed"):
-        nt.parse_move("go_9x9", start, "I5")                        # GTP skips the letter I
+        nt.parse_move("go_9x9", start, "I5")  # GTP skips the letter I
     after = _line("go_9x9", ["D4"])[1]
     assert nt._cell("go_9x9", after, "D4") == "X"
     big = _random_game("go_19x19")[0][0]
@@ -196,6 +207,7 @@ def test_go_vertices():
 
 def test_chess_uci_against_pgx_fen():
     from pgx.experimental.chess import to_fen
+
     line = _line("chess", ["e2e4", "e7e5", "g1f3"])
     assert to_fen(line[0]) == "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
     assert to_fen(line[1]) == "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1"
@@ -208,6 +220,7 @@ def test_chess_uci_against_pgx_fen():
 def test_chess_legal_moves_match_python_chess():
     chess = pytest.importorskip("chess")
     from pgx.experimental.chess import to_fen
+
     for state in _live(_random_game("chess")[0]):
         board = chess.Board(to_fen(state))
         assert set(nt.legal_moves("chess", state)) == {m.uci() for m in board.legal_moves}, to_fen(state)
@@ -215,13 +228,16 @@ def test_chess_legal_moves_match_python_chess():
 
 def test_gardner_chess_against_pgx_fen():
     line = _line("gardner_chess", ["b2b3", "c4b3"])
-    assert [s._to_fen() for s in line] == ["rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1",
-                                           "rnbqk/ppppp/1P3/P1PPP/RNBQK b - - 0 1",
-                                           "rnbqk/pp1pp/1p3/P1PPP/RNBQK w - - 0 2"]
+    assert [s._to_fen() for s in line] == [
+        "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1",
+        "rnbqk/ppppp/1P3/P1PPP/RNBQK b - - 0 1",
+        "rnbqk/pp1pp/1p3/P1PPP/RNBQK w - - 0 2",
+    ]
 
 
 def test_shogi_usi_against_pgx_sfen():
     from pgx.experimental.shogi import to_sfen
+
     line = _line("shogi", ["7g7f", "3c3d", "8h2b+", "3a2b", "B*5e"])
     assert [to_sfen(s) for s in line] == [
         "lnsgkgsnl/1r5b1/ppppppppp/9/9/9/PPPPPPPPP/1B5R1/LNSGKGSNL b - 1",
@@ -234,14 +250,20 @@ def test_shogi_usi_against_pgx_sfen():
     assert len(nt.legal_moves("shogi", line[0])) == 30
     assert nt.parse_move("shogi", line[4], "b*5e") == nt.parse_move("shogi", line[4], "B*5E")
     with pytest.raises(ValueError, match="illegal"):
-        nt.parse_move("shogi", line[4], "8h2b")            # the bishop is gone from 8h
+        nt.parse_move("shogi", line[4], "8h2b")  # the bishop is gone from 8h
 
 
 def test_animal_shogi_squares():
     start = _random_game("animal_shogi")[0][0]
     assert set(nt.legal_moves("animal_shogi", start)) == {"b2b3", "b1a2", "b1c2", "c1c2"}
-    assert [nt._cell("animal_shogi", start, sq) for sq in ("a1", "b1", "c1", "b2", "b3", "b4")] == \
-        ["E", "L", "G", "C", "c", "l"]
+    assert [nt._cell("animal_shogi", start, sq) for sq in ("a1", "b1", "c1", "b2", "b3", "b4")] == [
+        "E",
+        "L",
+        "G",
+        "C",
+        "c",
+        "l",
+    ]
     line = _line("animal_shogi", ["b2b3", "b4b3", "C*b2"])
     assert nt._cell("animal_shogi", line[1], "b3") == "C"
     assert nt._cell("animal_shogi", line[2], "b3") == "l"
@@ -275,8 +297,8 @@ def test_malformed_and_illegal_input_raise_value_error(game):
         try:
             text = nt.format_move(game, state, int(action))
         except ValueError:
-            continue                                        # not a move at all (e.g. a chess plane off the board)
-        if text in legal or text + "q" in legal:            # shogi: another piece makes it; chess: "e7e8" = "e7e8q"
+            continue  # not a move at all (e.g. a chess plane off the board)
+        if text in legal or text + "q" in legal:  # shogi: another piece makes it; chess: "e7e8" = "e7e8q"
             continue
         checked += 1
         if checked > 40:
@@ -302,8 +324,10 @@ def agent():
     from az_jax import networks
     from az_jax.agent import Agent
     from az_jax.config import override, preset
-    cfg = override(preset("tic_tac_toe", "small"),
-                   ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=16"])
+
+    cfg = override(
+        preset("tic_tac_toe", "small"), ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=16"]
+    )
     network = networks.make_network(cfg, 9)
     # An "rbg" key: XLA compiles the threefry initialisers of even this tiny net for ~7 CPU seconds, rbg in ~2.
     init = jax.jit(lambda key: network.init(key, jnp.zeros((1, 3, 3, 2)), train=False))
@@ -319,16 +343,24 @@ def _scripted(answers):
     def input_fn(prompt):
         prompts.append(prompt)
         return next(it)
+
     return input_fn, prompts
 
 
 @pytest.mark.parametrize("human_first", [True, False])
 def test_play_session_plays_a_full_game(agent, human_first):
     from az_jax.apps.terminal import play_session
+
     input_fn, prompts = _scripted(itertools.chain(["x", "10", "moves"], itertools.cycle("123456789")))
     printed = []
-    result = play_session(agent, human_first=human_first, num_simulations=8, seed=3, input_fn=input_fn,
-                          print_fn=lambda *a: printed.append(" ".join(map(str, a))))
+    result = play_session(
+        agent,
+        human_first=human_first,
+        num_simulations=8,
+        seed=3,
+        input_fn=input_fn,
+        print_fn=lambda *a: printed.append(" ".join(map(str, a))),
+    )
     text = "\n".join(printed)
     assert result in (-1.0, 0.0, 1.0)
     assert "Error: malformed move 'x'" in text and "Error: malformed move '10'" in text
@@ -341,8 +373,9 @@ def test_play_session_plays_a_full_game(agent, human_first):
     human_side = "X" if human_first else "O"
     assert all(p == f"Your move ({human_side}): " for p in prompts)
     if not human_first:
-        assert printed.index(next(line for line in printed if line.startswith("Agent ("))) < \
-            next(i for i, line in enumerate(printed) if "Error" in line)
+        assert printed.index(next(line for line in printed if line.startswith("Agent ("))) < next(
+            i for i, line in enumerate(printed) if "Error" in line
+        )
 
 
 @pytest.mark.parametrize("answer", ["quit", EOFError])
@@ -353,6 +386,7 @@ def test_play_session_quit_and_eof(agent, answer):
         if answer is EOFError:
             raise EOFError
         return answer
+
     printed = []
     assert play_session(agent, human_first=True, input_fn=input_fn, print_fn=printed.append) == 0.0
     assert printed[-1] == "Session ended."

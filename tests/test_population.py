@@ -1,6 +1,7 @@
 """A population trained in one vmapped program: member i ends where training it alone ends (same seed, same learning
 rates; bitwise when the network runs once per member, to float rounding when it is vmapped too), members with
 different seeds differ, and the per-member run dirs it writes load as agents."""
+
 import json
 
 import jax
@@ -8,19 +9,32 @@ import numpy as np
 import pytest
 
 from az_jax import agent as agent_lib
+from az_jax.apps.population import Member, PopulationTrainer, member_config, train_population
 from az_jax.config import ConfigError, override, preset
 from az_jax.devices import make_mesh
 from az_jax.trainer import Trainer
-from az_jax.apps.population import Member, PopulationTrainer, member_config, train_population
 
 # tic_tac_toe, 8 games × 9 plies per iteration (every game ends inside the first iteration, so learning starts at
 # once): G = round(0.5 × 8 × 9 / 16) = round(2.25) = 2 gradient steps per iteration, 2 iterations = 4 steps. The
 # schedule's boundary at step 3 falls inside the second iteration, so the per-member schedule values are exercised
 # on both sides of it.
-TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4", "selfplay_batch_size=8",
-        "selfplay_steps=9", "replay_capacity=256", "batch_size=16", "min_replay_size=16", "eval_every=0",
-        "train_ratio=0.5", "num_iterations=2", "learning_rates=0.1,0.01", "lr_boundaries=3"]
-ATOL = 1e-5   # network vmapped: measured ≤ 4e-7 from the solo run (batched convolutions round differently)
+TINY = [
+    "num_blocks=1",
+    "num_channels=8",
+    "value_hidden=8",
+    "num_simulations=4",
+    "selfplay_batch_size=8",
+    "selfplay_steps=9",
+    "replay_capacity=256",
+    "batch_size=16",
+    "min_replay_size=16",
+    "eval_every=0",
+    "train_ratio=0.5",
+    "num_iterations=2",
+    "learning_rates=0.1,0.01",
+    "lr_boundaries=3",
+]
+ATOL = 1e-5  # network vmapped: measured ≤ 4e-7 from the solo run (batched convolutions round differently)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -47,8 +61,9 @@ def _solo(config, devices):
 def _max_diff(a, b) -> float:
     pairs = list(zip(jax.tree.leaves(a), jax.tree.leaves(b)))
     assert len(pairs) == len(jax.tree.leaves(a)) == len(jax.tree.leaves(b))
-    return max(float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64)), initial=0.0))
-               for x, y in pairs)
+    return max(
+        float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64)), initial=0.0)) for x, y in pairs
+    )
 
 
 def test_members_split_over_devices_equal_their_solo_runs(tmp_path):

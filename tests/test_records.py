@@ -4,6 +4,7 @@ Random games are played with pgx directly (their own jitted step, random legal a
 replay in `envs.records` is checked against an independent run, and the SGF / PGN files are also read by an independent
 program (sgfmill's board with captures, python-chess) and compared with pgx's final position.
 """
+
 import json
 import os
 import re
@@ -28,9 +29,9 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 def play_random(game: str, seed: int, max_plies: int, first_player: int):
     """A random legal game of at most `max_plies` plies in which pgx player id `first_player` moves first.
     Returns (actions, final state)."""
-    _, init, step = records.env_functions(game)       # pgx's init and step, jitted once (shared with the replay)
+    _, init, step = records.env_functions(game)  # pgx's init and step, jitted once (shared with the replay)
     key = jax.random.key(seed)
-    while True:       # pgx draws the first mover's id from the key: take the next key until it is first_player
+    while True:  # pgx draws the first mover's id from the key: take the next key until it is first_player
         key, init_key = jax.random.split(key)
         state = init(init_key)
         if int(state.current_player) == first_player:
@@ -45,8 +46,12 @@ def play_random(game: str, seed: int, max_plies: int, first_player: int):
 
 
 # (game, plies at most, first mover's pgx id, expected format): connect_four and othello are played to the end.
-CASES = [("go_9x9", 60, 1, ".sgf"), ("chess", 80, 0, ".pgn"), ("connect_four", 42, 1, ".json"),
-         ("othello", 130, 0, ".json")]
+CASES = [
+    ("go_9x9", 60, 1, ".sgf"),
+    ("chess", 80, 0, ".pgn"),
+    ("connect_four", 42, 1, ".json"),
+    ("othello", 130, 0, ".json"),
+]
 
 
 @pytest.mark.parametrize("game, max_plies, first_player, ext", CASES)
@@ -54,7 +59,7 @@ def test_random_game_round_trip_and_replay(tmp_path, game, max_plies, first_play
     actions, final = play_random(game, seed=7, max_plies=max_plies, first_player=first_player)
     over = bool(final.terminated)
     if game in ("connect_four", "othello"):
-        assert over                                   # the rules end these games within the cap
+        assert over  # the rules end these games within the cap
     result = records.first_mover_result(final, first_player)
     assert result == (float(np.asarray(final.rewards)[first_player]) if over else 0.0)
     meta = {"seed": 7} if over else {"seed": 7, "termination": records.UNTERMINATED}
@@ -63,7 +68,7 @@ def test_random_game_round_trip_and_replay(tmp_path, game, max_plies, first_play
     path = records.write_record(tmp_path / "game", record)
     assert path == str(tmp_path / "game") + ext
     back = records.read_record(path)
-    assert back == record                             # game, actions, result, players, first player, meta
+    assert back == record  # game, actions, result, players, first player, meta
     assert back.actions == tuple(actions) and back.result == result and back.meta_dict["seed"] == "7"
 
     states = records.replay(back)
@@ -78,12 +83,13 @@ def test_random_game_round_trip_and_replay(tmp_path, game, max_plies, first_play
     if game == "go_9x9":
         _check_sgf_against_sgfmill_board(text, final)
     if game == "chess":
-        board = chess.pgn.read_game(open(path)).end().board()     # python-chess's own reading of the moves
+        board = chess.pgn.read_game(open(path)).end().board()  # python-chess's own reading of the moves
         from pgx.experimental.chess import to_fen
+
         placement, side = to_fen(final).split()[:2]
         assert (board.board_fen(), "w" if board.turn else "b") == (placement, side)
         assert '[Result "*"]' in text and '[White "alice"]' in text
-    if ext == ".json":      # the move text of each ply, in the game's notation
+    if ext == ".json":  # the move text of each ply, in the game's notation
         moves = json.loads(text)["moves"]
         assert len(moves) == len(actions)
         assert [notation.parse_move(game, s, m) for s, m in zip(states, moves)] == actions
@@ -92,14 +98,14 @@ def test_random_game_round_trip_and_replay(tmp_path, game, max_plies, first_play
 def _check_sgf_against_sgfmill_board(text: str, final) -> None:
     """Play the SGF's moves on sgfmill's board (it applies captures itself) and compare the stones with pgx's."""
     from sgfmill import boards, common, sgf
+
     game = sgf.Sgf_game.from_bytes(text.encode())
     board = boards.Board(9)
     for node in game.get_main_sequence()[1:]:
         colour, move = node.get_move()
         if move is not None:
             board.play(*move, colour)
-    stones = {c: {common.format_vertex(p) for colour, p in board.list_occupied_points() if colour == c}
-              for c in "bw"}
+    stones = {c: {common.format_vertex(p) for colour, p in board.list_occupied_points() if colour == c} for c in "bw"}
     black, white = go.board_to_vertices(np.asarray(final._x.board), 9)
     assert (stones["b"], stones["w"]) == (set(black), set(white))
     assert black and white
@@ -135,8 +141,13 @@ def test_pgn_move_text_literally():
     #   e7e5: Black's board is mirrored, so e7 is again 33 and the move again 2426
     #   g1f3: from g1 = 6 * 8 + 0 = 48, knight jump (rank +2, file -1) = knight plane 3 -> 9 + 56 + 3 = 68
     #         -> 48*73+68 = 3572
-    record = GameRecord("chess", (2426, 2426, 3572), 0, ("White engine", "Black engine"),
-                        meta={"termination": "unterminated", "Event": "unit test"})
+    record = GameRecord(
+        "chess",
+        (2426, 2426, 3572),
+        0,
+        ("White engine", "Black engine"),
+        meta={"termination": "unterminated", "Event": "unit test"},
+    )
     text = records.to_pgn(record)
     assert text.strip().endswith("1. e4 e5 2. Nf3 *")
     assert '[White "White engine"]' in text and '[Black "Black engine"]' in text and '[Event "unit test"]' in text
@@ -153,7 +164,7 @@ def test_illegal_actions_and_bad_files_are_one_line_errors(tmp_path):
         records.replay(record)
     with pytest.raises(RecordError, match="ply 7"):
         records.write_record(tmp_path / "bad", record)
-    assert not os.path.exists(tmp_path / "bad.json")      # nothing written
+    assert not os.path.exists(tmp_path / "bad.json")  # nothing written
     # 2426 is e2e4 for White and e7e5 for Black (the board is mirrored); a third 2426 is e2e4 again, with e2 empty.
     with pytest.raises(RecordError, match=r"ply 3: illegal action 2426 \(e2e4\)"):
         records.to_pgn(GameRecord("chess", (2426, 2426, 2426), 0, ("a", "b")))
@@ -163,8 +174,12 @@ def test_illegal_actions_and_bad_files_are_one_line_errors(tmp_path):
         GameRecord("chess", (), 0.5, ("a", "b"))
     (tmp_path / "junk.sgf").write_text("not sgf at all")
     (tmp_path / "junk.pgn").write_text('[Event "x"]\n\n1. e4 e5 2. Ke3 *\n')
-    for name, needle in [("junk.sgf", "not a valid SGF"), ("junk.pgn", "illegal san: 'Ke3'"),
-                         ("missing.json", "cannot read record"), ("game.txt", "ends in .sgf, .pgn or .json")]:
+    for name, needle in [
+        ("junk.sgf", "not a valid SGF"),
+        ("junk.pgn", "illegal san: 'Ke3'"),
+        ("missing.json", "cannot read record"),
+        ("game.txt", "ends in .sgf, .pgn or .json"),
+    ]:
         with pytest.raises(RecordError, match=needle) as info:
             records.read_record(tmp_path / name)
         assert "\n" not in str(info.value)
@@ -179,7 +194,7 @@ def connect_four_position():
 def test_svg_of_a_connect_four_position_has_the_right_pieces(tmp_path):
     svg = render.render_svg("connect_four", connect_four_position())
     circles = re.findall(r"<circle [^>]*>", svg)
-    black = [c for c in circles if 'fill="black"' in c]      # pgx draws the first player black, the second white
+    black = [c for c in circles if 'fill="black"' in c]  # pgx draws the first player black, the second white
     white = [c for c in circles if 'fill="white"' in c]
     assert (len(black), len(white), len(circles)) == (3, 2, 5)
     # pgx's grid is 35 px: the first disc (column 4, bottom row 6) is centred at (3*35 + 17.5, 5*35 + 17.5).
@@ -210,7 +225,7 @@ def test_position_selection_errors(tmp_path):
 
 
 def test_cli_render_writes_a_picture(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")   # JAX already runs in this process
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")  # JAX already runs in this process
     out = tmp_path / "pos.svg"
     assert cli.main(["render", "--game", "connect_four", "--moves", "4 4 3 5 4", "--out", str(out)]) == 0
     assert len(re.findall(r"<circle ", out.read_text())) == 5
@@ -221,17 +236,36 @@ def test_cli_render_writes_a_picture(tmp_path, monkeypatch, capsys):
     assert cli.main(["render", "--record", record, "--ply", "9", "--out", str(tmp_path / "x.svg")]) == 2
     assert cli.main(["render", "--game", "chess", "--out", str(tmp_path / "x.gif")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-2:] == ["az-jax: error: ply 9 out of range: the record has 3 plies (0..3)",
-                        f"az-jax: error: cannot write {str(tmp_path / 'x.gif')!r}: the output must end in .svg or .png"]
+    assert err[-2:] == [
+        "az-jax: error: ply 9 out of range: the record has 3 plies (0..3)",
+        f"az-jax: error: cannot write {str(tmp_path / 'x.gif')!r}: the output must end in .svg or .png",
+    ]
     assert not (tmp_path / "x.svg").exists() and not (tmp_path / "x.gif").exists()
 
 
 def test_cli_bad_move_is_exit_2_and_writes_nothing(tmp_path):
     # Column 1 holds six discs after six moves, so the seventh "1" is illegal; the real entry point, in a fresh process.
     out = tmp_path / "pos.png"
-    result = subprocess.run([sys.executable, "-m", "az_jax.apps.cli", "--devices", "1", "render", "--game", "connect_four",
-                             "--moves", "1 1 1 1 1 1 1", "--out", str(out)], capture_output=True, text=True,
-                            timeout=300, env={**os.environ, "XLA_FLAGS": ""})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "az_jax.apps.cli",
+            "--devices",
+            "1",
+            "render",
+            "--game",
+            "connect_four",
+            "--moves",
+            "1 1 1 1 1 1 1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "XLA_FLAGS": ""},
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("az-jax: error: move 7 ('1'): illegal move '1'"), lines

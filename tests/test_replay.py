@@ -3,6 +3,7 @@
 Buffers here are tiny (observation shape [1], 2 actions); each written observation encodes where it came from so
 rows can be identified after they move around.
 """
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,9 +16,9 @@ NUM_ACTIONS = 2
 def _add(buffer, ply, players, episodes):
     """Writes one ply of B = len(players) games; the observation of game b is 10·ply + b."""
     num_games = len(players)
-    observation = (10 * ply + jnp.arange(num_games, dtype=jnp.int32))[:, None]           # [B, 1]
-    policy = jnp.tile(jnp.float32([0.25, 0.75]), (num_games, 1))                          # [B, A]
-    legal = jnp.ones((num_games, NUM_ACTIONS), jnp.bool_)                                 # [B, A]
+    observation = (10 * ply + jnp.arange(num_games, dtype=jnp.int32))[:, None]  # [B, 1]
+    policy = jnp.tile(jnp.float32([0.25, 0.75]), (num_games, 1))  # [B, A]
+    legal = jnp.ones((num_games, NUM_ACTIONS), jnp.bool_)  # [B, A]
     return replay.add(buffer, jnp.int32(ply), observation, policy, legal, jnp.int32(players), jnp.int32(episodes))
 
 
@@ -87,10 +88,11 @@ def test_sample_draws_only_rows_with_a_known_outcome():
     capacity = 8
     buffer = replay.init(capacity, (1,), jnp.int32, NUM_ACTIONS)
     buffer = buffer.replace(
-        observation=jnp.arange(capacity, dtype=jnp.int32)[:, None],                       # row r holds r
+        observation=jnp.arange(capacity, dtype=jnp.int32)[:, None],  # row r holds r
         outcome=jnp.float32([0, 0, 1, 0, 0, -1, 0, 0]),
-        pending=jnp.bool_([1, 1, 0, 1, 1, 0, 1, 1]),                                      # rows 2 and 5 are done
-        done=jnp.bool_([0, 0, 1, 0, 0, 1, 0, 0]))
+        pending=jnp.bool_([1, 1, 0, 1, 1, 0, 1, 1]),  # rows 2 and 5 are done
+        done=jnp.bool_([0, 0, 1, 0, 0, 1, 0, 0]),
+    )
     batch = jax.jit(replay.sample, static_argnums=2)(buffer, jax.random.key(0), 1000)
     rows = np.asarray(batch.observation[:, 0])
     assert set(rows.tolist()) == {2, 5}
@@ -104,9 +106,16 @@ def test_sample_draws_only_rows_with_a_known_outcome():
 def test_value_target_mixes_the_outcome_with_the_search_value():
     buffer = replay.init(2, (1,), jnp.int32, NUM_ACTIONS, keep_search_value=True)
     # One ply of two games; the root's search values were 0.2 (game 0's mover) and −0.6 (game 1's mover).
-    buffer = replay.add(buffer, jnp.int32(0), jnp.int32([[0], [1]]), jnp.float32([[0.5, 0.5]] * 2),
-                        jnp.ones((2, NUM_ACTIONS), jnp.bool_), jnp.int32([0, 1]), jnp.int32([0, 0]),
-                        search_value=jnp.float32([0.2, -0.6]))
+    buffer = replay.add(
+        buffer,
+        jnp.int32(0),
+        jnp.int32([[0], [1]]),
+        jnp.float32([[0.5, 0.5]] * 2),
+        jnp.ones((2, NUM_ACTIONS), jnp.bool_),
+        jnp.int32([0, 1]),
+        jnp.int32([0, 0]),
+        search_value=jnp.float32([0.2, -0.6]),
+    )
     np.testing.assert_allclose(buffer.search_value, [0.2, -0.6])
     # Both games end, player 0 won: z = +1 for row 0's mover, −1 for row 1's.
     buffer = _resolve(buffer, [True, True], [0, 0], [[1.0, -1.0], [1.0, -1.0]])

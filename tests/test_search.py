@@ -16,6 +16,7 @@ import pytest
 import envs
 from az_jax import search
 from az_jax.config import override, preset
+
 from conftest import uninformative_model
 
 # Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
@@ -66,8 +67,9 @@ def _search(name: str, algorithm: str):
 
     @jax.jit
     def run(variables, rng_key, states):
-        settings = search.SearchConfig(num_simulations=SIMULATIONS[name], algorithm=algorithm, dirichlet_fraction=0.0,
-                                       gumbel_scale=0.0)
+        settings = search.SearchConfig(
+            num_simulations=SIMULATIONS[name], algorithm=algorithm, dirichlet_fraction=0.0, gumbel_scale=0.0
+        )
         output = search.run_search(apply_fn, env, variables, rng_key, states, settings)
         greedy = search.greedy_action(output, states.legal_action_mask)
         return apply_fn(variables, states.observation), output, search.visit_counts(output), greedy
@@ -76,8 +78,9 @@ def _search(name: str, algorithm: str):
 
 
 # One test per search, so each is compiled once whatever pytest-xdist does.
-@pytest.mark.parametrize("name,algorithm", [("tic_tac_toe", "puct"), ("connect_four", "puct"),
-                                            ("tic_tac_toe", "gumbel")])
+@pytest.mark.parametrize(
+    "name,algorithm", [("tic_tac_toe", "puct"), ("connect_four", "puct"), ("tic_tac_toe", "gumbel")]
+)
 def test_search_finds_the_win_and_blocks_the_opponents_win(name, algorithm):
     states, (logits, value), output, visits, greedy = _search(name, algorithm)
     # The positions are the ones drawn above, and the network has no opinion: uniform prior, value 0.
@@ -142,8 +145,9 @@ def test_eval_search_picks_the_search_of_greedy_play():
         config = override(preset("tic_tac_toe", "paper"), {"search": "puct", "eval_search": eval_search})
         assert config.acting_search == (eval_search or "puct")
         settings = search.SearchConfig.for_play(config, num_simulations=4)
-        _, out = jax.jit(lambda v, s, k: search.greedy_search(apply_fn, env, v, k, s, settings))(variables, states,
-                                                                                                jax.random.key(1))
+        _, out = jax.jit(lambda v, s, k: search.greedy_search(apply_fn, env, v, k, s, settings))(
+            variables, states, jax.random.key(1)
+        )
         visits[eval_search] = np.asarray(search.visit_counts(out))[0]
     # PUCT scores unvisited children as losses (Q = 0 on [0, 1]); the first child visited is worth 0.5 (a draw), so
     # the search keeps returning to it: one child gets all 4 visits. Gumbel's sequential halving visits 4 of the 9

@@ -1,5 +1,6 @@
 """The connect-four solver benchmark: BitBully's move values against a brute-force negamax on late positions, the
 optimal-move rule on hand-made score rows, and the benchmark's bookkeeping on a player that is known to be perfect."""
+
 import functools
 
 import jax
@@ -35,7 +36,7 @@ def _drop(grid, col, mark):
     return tuple(tuple(r) for r in new), row
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _negamax(grid, mark) -> int:
     """Value (+1, 0, −1) for `mark` to move, by full search (no pruning)."""
     best = None
@@ -66,7 +67,7 @@ def test_solver_signs_match_brute_force_on_late_positions():
     rng = np.random.default_rng(0)
     agent = solver_lib.solver()
     checked = set()
-    for stones in [34] * 12 + [32] * 4:   # 8 or 10 empty cells: the full tree is small enough for plain Python
+    for stones in [34] * 12 + [32] * 4:  # 8 or 10 empty cells: the full tree is small enough for plain Python
         moves, grid, mark = _late_position(rng, stones)
         scores = solver_lib.score_moves(agent, moves)
         for col in range(COLS):
@@ -82,11 +83,16 @@ def test_solver_signs_match_brute_force_on_late_positions():
 
 def test_optimal_moves_keep_the_sign_of_the_best_score():
     F = solver_lib.FULL
-    scores = np.array([[3, 5, -2, 0, F, -7, 1],     # won: every winning move is optimal, however slow
-                       [0, -1, 0, -4, F, F, -1],    # drawn: the drawing moves
-                       [-3, -1, -2, F, -8, -5, -4]])  # lost: every legal move
-    np.testing.assert_array_equal(solver_lib.optimal_mask(scores),
-                                  [[1, 1, 0, 0, 0, 0, 1], [1, 0, 1, 0, 0, 0, 0], [1, 1, 1, 0, 1, 1, 1]])
+    scores = np.array(
+        [
+            [3, 5, -2, 0, F, -7, 1],  # won: every winning move is optimal, however slow
+            [0, -1, 0, -4, F, F, -1],  # drawn: the drawing moves
+            [-3, -1, -2, F, -8, -5, -4],
+        ]
+    )  # lost: every legal move
+    np.testing.assert_array_equal(
+        solver_lib.optimal_mask(scores), [[1, 1, 0, 0, 0, 0, 1], [1, 0, 1, 0, 0, 0, 0], [1, 1, 1, 0, 1, 1, 1]]
+    )
     np.testing.assert_array_equal(solver_lib.position_value(scores), [1, 0, -1])
 
 
@@ -102,7 +108,7 @@ def test_benchmark_scores_a_player_by_the_solver_labels(tmp_path):
     # A player that looks each position up in the labels plays optimally everywhere; one that plays the first
     # non-optimal legal move never does. Batches of 4: two batches, the second padded.
     env = pgx.make("connect_four")
-    boards = states_from_moves(env, positions.moves)._x.board.reshape(len(positions.moves), -1)      # [P, 42]
+    boards = states_from_moves(env, positions.moves)._x.board.reshape(len(positions.moves), -1)  # [P, 42]
     legal = positions.scores != solver_lib.FULL
     best = jnp.asarray(np.argmax(positions.optimal, axis=1))
     worst = jnp.asarray(np.argmax(~positions.optimal & legal, axis=1))
@@ -110,7 +116,8 @@ def test_benchmark_scores_a_player_by_the_solver_labels(tmp_path):
     def labelled(choice):
         def player(states, key):
             match = jnp.all(states._x.board.reshape(states._x.board.shape[0], 1, -1) == boards[None], axis=-1)
-            return choice[jnp.argmax(match, axis=1)]                                                    # [n]
+            return choice[jnp.argmax(match, axis=1)]  # [n]
+
         return player
 
     perfect = solver_lib.evaluate(labelled(best), positions, jax.random.key(0), batch_size=4)
@@ -121,7 +128,9 @@ def test_benchmark_scores_a_player_by_the_solver_labels(tmp_path):
 
 def test_a_malformed_position_file_is_one_clear_error(tmp_path):
     path = tmp_path / "positions.jsonl"
-    path.write_text('{"moves": "33", "scores": [0, 0, 0, 1, 0, 0, 0]}\n{"moves": "39", "scores": [0, 0, 0, 1, 0, 0, 0]}\n')
+    path.write_text(
+        '{"moves": "33", "scores": [0, 0, 0, 1, 0, 0, 0]}\n{"moves": "39", "scores": [0, 0, 0, 1, 0, 0, 0]}\n'
+    )
     with pytest.raises(ValueError, match=r"positions.jsonl:2: expected 7 scores and columns 0-6"):
         solver_lib.load(str(path))
     path.write_text("not json\n")

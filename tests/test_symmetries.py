@@ -11,6 +11,7 @@ once per game).
 Conventions (envs/symmetries.py): row 0 is the top row; action r·W + c is cell (r, c); "rot90" is np.rot90
 (counter-clockwise as printed), so cell (r, c) of a W×W board goes to (W − 1 − c, r).
 """
+
 import functools
 
 import jax
@@ -20,8 +21,7 @@ import pgx
 import pytest
 
 from az_jax import config as config_lib
-from az_jax import replay
-from az_jax import search
+from az_jax import replay, search
 from envs import GAMES
 from envs import symmetries as sym
 
@@ -41,9 +41,13 @@ NUM_GAMES = 2  # random games per game type (seeds); each replayed under every s
 def test_declared_symmetries():
     d8 = ("identity", "rot90", "rot180", "rot270", "flip_lr", "flip_ud", "transpose", "antitranspose")
     assert {n: GAMES[n].symmetries for n in SYMMETRIC_GAMES} == {
-        "tic_tac_toe": d8, "connect_four": ("identity", "flip_lr"),
-        "othello": ("identity", "rot180", "transpose", "antitranspose"), "hex": ("identity", "rot180"),
-        "go_9x9": d8, "go_19x19": d8}
+        "tic_tac_toe": d8,
+        "connect_four": ("identity", "flip_lr"),
+        "othello": ("identity", "rot180", "transpose", "antitranspose"),
+        "hex": ("identity", "rot180"),
+        "go_9x9": d8,
+        "go_19x19": d8,
+    }
     for name in ["chess", "shogi", "gardner_chess", "animal_shogi"]:
         assert GAMES[name].symmetries == () and sym.num_symmetries(name) == 1
 
@@ -52,7 +56,7 @@ def test_declared_symmetries():
 def test_tables_are_distinct_permutations_matching_pgx(game):
     env = pgx.make(game)
     board, t = sym.BOARDS[game], sym.tables(game)
-    observation = jax.eval_shape(env.init, jax.random.key(0)).observation                  # traced, not run
+    observation = jax.eval_shape(env.init, jax.random.key(0)).observation  # traced, not run
     assert observation.shape[:2] == (board.height, board.width) and env.num_actions == board.num_actions
     assert sym.num_symmetries(game) == len(GAMES[game].symmetries) == len(t.names)
     for k in range(len(t.names)):
@@ -85,8 +89,9 @@ def test_hand_checked_images():
     # And on policies: p'[g(a)] = p[a], so the mass on C9 moves to A3; inverse_policy moves it back.
     policy = jnp.zeros((1, 82)).at[0, 2].set(1.0)
     assert float(sym.transform_policy("go_9x9", rot90, policy)[0, 54]) == 1.0
-    np.testing.assert_array_equal(sym.inverse_policy("go_9x9", rot90, sym.transform_policy("go_9x9", rot90, policy)),
-                                  policy)
+    np.testing.assert_array_equal(
+        sym.inverse_policy("go_9x9", rot90, sym.transform_policy("go_9x9", rot90, policy)), policy
+    )
 
 
 @pytest.mark.parametrize("game", ["tic_tac_toe", "connect_four", "othello", "hex", "go_9x9"])
@@ -96,15 +101,18 @@ def test_transforms_and_inverses_compose_to_identity(game):
     n, k = 16, sym.num_symmetries(game)
     obs = jnp.asarray(rng.random((n, board.height, board.width, 3)) < 0.5)
     policy = jnp.asarray(rng.random((n, board.num_actions)), jnp.float32)
-    index = jnp.asarray(rng.integers(0, k, n))                                      # each sample its own symmetry
-    np.testing.assert_array_equal(sym.inverse_observation(game, index, sym.transform_observation(game, index, obs)),
-                                  obs)
+    index = jnp.asarray(rng.integers(0, k, n))  # each sample its own symmetry
+    np.testing.assert_array_equal(
+        sym.inverse_observation(game, index, sym.transform_observation(game, index, obs)), obs
+    )
     np.testing.assert_array_equal(sym.inverse_policy(game, index, sym.transform_policy(game, index, policy)), policy)
     np.testing.assert_array_equal(sym.transform_policy(game, index, sym.inverse_policy(game, index, policy)), policy)
     # A per-sample index does to each sample what that sample's symmetry does alone.
     for b in range(3):
-        np.testing.assert_array_equal(sym.transform_observation(game, index, obs)[b],
-                                      sym.transform_observation(game, int(index[b]), obs[b:b + 1])[0])
+        np.testing.assert_array_equal(
+            sym.transform_observation(game, index, obs)[b],
+            sym.transform_observation(game, int(index[b]), obs[b : b + 1])[0],
+        )
 
 
 def _play_and_replay(game: str, seed: int):
@@ -114,19 +122,20 @@ def _play_and_replay(game: str, seed: int):
     symmetry of each row [K·G] and the step function."""
     env = pgx.make(game)
     k, g = sym.num_symmetries(game), NUM_GAMES
-    rows_sym = np.repeat(np.arange(k), g)                                                  # [K·G]
-    image = sym.tables(game).action_image                                                  # [K, A]
+    rows_sym = np.repeat(np.arange(k), g)  # [K·G]
+    image = sym.tables(game).action_image  # [K, A]
     step = jax.jit(jax.vmap(env.step))
     # The same init key for every copy of a game: pgx picks the first player's id from it.
     states = jax.vmap(env.init)(jnp.tile(jax.random.split(jax.random.key(seed), g), k))
     rng = np.random.default_rng(seed)
-    record = lambda s: jax.tree.map(np.asarray, (s.observation, s.legal_action_mask, s.current_player, s.rewards,
-                                                 s.terminated))
+    record = lambda s: jax.tree.map(
+        np.asarray, (s.observation, s.legal_action_mask, s.current_player, s.rewards, s.terminated)
+    )
     trace = [record(states)]
     for _ in range(PLIES[game]):
-        legal = trace[-1][1][:g]                                                           # the originals: rows k = 0
-        action = np.array([rng.choice(np.flatnonzero(m)) for m in legal])                  # [G]
-        states = step(states, jnp.asarray(image[rows_sym, np.tile(action, k)]))            # g(a) in each replay
+        legal = trace[-1][1][:g]  # the originals: rows k = 0
+        action = np.array([rng.choice(np.flatnonzero(m)) for m in legal])  # [G]
+        states = step(states, jnp.asarray(image[rows_sym, np.tile(action, k)]))  # g(a) in each replay
         trace.append(record(states))
     return [np.stack(x) for x in zip(*trace)], states, rows_sym, step
 
@@ -140,12 +149,12 @@ def _originals(x, rows_sym):
 def test_rules_commute_with_the_declared_symmetries(game):
     (obs, legal, player, rewards, terminated), last, rows_sym, step = _play_and_replay(game, seed=3)
     plies, rows = obs.shape[:2]
-    index = jnp.asarray(np.tile(rows_sym, plies))                                          # [(T+1)·K·G]
+    index = jnp.asarray(np.tile(rows_sym, plies))  # [(T+1)·K·G]
     original_obs = _originals(obs, rows_sym).reshape((-1,) + obs.shape[2:])
     original_legal = _originals(legal, rows_sym).reshape(plies * rows, -1)
     np.testing.assert_array_equal(sym.transform_observation(game, index, original_obs).reshape(obs.shape), obs)
     np.testing.assert_array_equal(sym.transform_policy(game, index, original_legal).reshape(legal.shape), legal)
-    for same in (player, rewards, terminated):   # who moves, the outcome and the end do not see the board's orientation
+    for same in (player, rewards, terminated):  # who moves, the outcome and the end do not see the board's orientation
         np.testing.assert_array_equal(_originals(same, rows_sym), same)
     assert legal[:, :NUM_GAMES].sum() > plies * NUM_GAMES  # the games had choices (not only forced passes)
     if game == "hex":  # hex has no draws: 121 plies end every game, so the wins above were compared
@@ -160,7 +169,7 @@ def test_rules_commute_with_the_declared_symmetries(game):
         after.append(np.asarray(moved.observation))
         after_legal.append(np.asarray(moved.legal_action_mask))
         ok.append(np.asarray(last.legal_action_mask)[originals, a])
-    after, after_legal, ok = np.stack(after), np.stack(after_legal), np.stack(ok)        # [A, K·G, ...]
+    after, after_legal, ok = np.stack(after), np.stack(after_legal), np.stack(ok)  # [A, K·G, ...]
     index = jnp.asarray(np.tile(rows_sym, len(after)))
     want = sym.transform_observation(game, index, _originals(after, rows_sym).reshape((-1,) + after.shape[2:]))
     want_legal = sym.transform_policy(game, index, _originals(after_legal, rows_sym).reshape(-1, after_legal.shape[-1]))
@@ -188,7 +197,7 @@ def test_hex_reflections_are_not_symmetries():
 
     def play(first, second, name="identity"):
         """First and second player alternate placing stones on the g-images of the given cells."""
-        g = np.argsort(sym._permutation_of(name, 11, 11))                             # g[a]: image of cell a
+        g = np.argsort(sym._permutation_of(name, 11, 11))  # g[a]: image of cell a
         state = env.init(jax.random.key(0))
         for a, b in zip(first, second + [None]):
             state = step(state, jnp.int32(g[a]))
@@ -221,8 +230,13 @@ def test_sampling_with_augmentation_returns_symmetric_images_of_stored_positions
     policy = rng.random((n_rows, 9)).astype(np.float32)
     legal = rng.random((n_rows, 9)) < 0.7
     outcome = rng.choice([-1.0, 0.0, 1.0], n_rows).astype(np.float32)
-    buffer = buffer.replace(observation=jnp.asarray(obs), policy=jnp.asarray(policy), legal=jnp.asarray(legal),
-                            outcome=jnp.asarray(outcome), done=jnp.ones(n_rows, jnp.bool_))
+    buffer = buffer.replace(
+        observation=jnp.asarray(obs),
+        policy=jnp.asarray(policy),
+        legal=jnp.asarray(legal),
+        outcome=jnp.asarray(outcome),
+        done=jnp.ones(n_rows, jnp.bool_),
+    )
     batch = jax.jit(replay.sample, static_argnums=(2, 3))(buffer, jax.random.key(0), 64, game)
     t = sym.tables(game)
     used = set()
@@ -230,11 +244,15 @@ def test_sampling_with_augmentation_returns_symmetric_images_of_stored_positions
         o = np.asarray(batch.observation[i]).reshape(9, 2)
         # The stored row and symmetry it came from: transformed row obs[r][cell_source[k]] equals the sample, and so
         # do its policy and legal mask under the same cell permutation (tic-tac-toe's actions are its cells).
-        found = [(r, k) for r in range(n_rows) for k in range(len(t.names))
-                 if np.array_equal(obs[r].reshape(9, 2)[t.cell_source[k]], o)
-                 and np.array_equal(policy[r][t.cell_source[k]], batch.policy[i])
-                 and np.array_equal(legal[r][t.cell_source[k]], batch.legal[i])
-                 and outcome[r] == batch.outcome[i]]
+        found = [
+            (r, k)
+            for r in range(n_rows)
+            for k in range(len(t.names))
+            if np.array_equal(obs[r].reshape(9, 2)[t.cell_source[k]], o)
+            and np.array_equal(policy[r][t.cell_source[k]], batch.policy[i])
+            and np.array_equal(legal[r][t.cell_source[k]], batch.legal[i])
+            and outcome[r] == batch.outcome[i]
+        ]
         assert found, f"sample {i} is no symmetric image of a stored position"
         used.update(k for _, k in found)
     # 64 uniform draws over 8 symmetries: all 8 appear except with probability < 8·(7/8)^64 ≈ 1.6e-3; ask for 6.
@@ -268,12 +286,12 @@ def test_search_evaluates_every_position_under_a_random_symmetry():
     def priors(symmetry_game):
         settings = search.SearchConfig(num_simulations=sims, dirichlet_fraction=0.0, symmetry_game=symmetry_game)
         tree = search.run_search(apply_fn, env, {}, jax.random.key(1), states, settings).search_tree
-        return tree.children_prior_logits, tree.embeddings.legal_action_mask     # [B, nodes, A] each
+        return tree.children_prior_logits, tree.embeddings.legal_action_mask  # [B, nodes, A] each
 
     def run(symmetry_game):
         return jax.tree.map(np.asarray, priors(symmetry_game))
 
-    image = sym.tables("tic_tac_toe").action_image                                  # [8, 9] g_k(a)
+    image = sym.tables("tic_tac_toe").action_image  # [8, 9] g_k(a)
 
     def symmetries_used(prior, legal):
         """[B, nodes] set of k consistent with each node's prior (legal entries, up to a constant shift)."""
@@ -286,7 +304,7 @@ def test_search_evaluates_every_position_under_a_random_symmetry():
         return np.array(out, dtype=object).reshape(prior.shape[0], sims + 1)
 
     used = symmetries_used(*run("tic_tac_toe"))
-    assert all(len(s) >= 1 for s in used.ravel())                  # every evaluation is some symmetry's image
+    assert all(len(s) >= 1 for s in used.ravel())  # every evaluation is some symmetry's image
     # The root has all 9 actions legal, so its symmetry is identified exactly; over 32 roots (8 symmetries) at
     # least 6 distinct appear except with negligible probability; interior nodes too are not all the identity.
     roots = [next(iter(s)) for s in used[:, 0]]
@@ -304,19 +322,19 @@ def test_symmetric_evaluation_of_an_equivariant_network_changes_nothing(game):
     obs = jnp.asarray(rng.random((64, board.height, board.width, 3)) < 0.5)
 
     def apply_fn(variables, observation):
-        cells = (observation * jnp.float32([1.0, 2.0, 4.0])).sum(-1)                        # [B, H, W]
+        cells = (observation * jnp.float32([1.0, 2.0, 4.0])).sum(-1)  # [B, H, W]
         if board.actions == "columns":
-            logits = cells.sum(1)                                                           # [B, W] per column
+            logits = cells.sum(1)  # [B, W] per column
         else:
             extra = jnp.full((cells.shape[0], board.num_actions - board.height * board.width), -1.0)
-            logits = jnp.concatenate([cells.reshape(cells.shape[0], -1), extra], axis=1)    # [B, A]
+            logits = jnp.concatenate([cells.reshape(cells.shape[0], -1), extra], axis=1)  # [B, A]
         return logits, cells.sum((1, 2))
 
     plain = apply_fn({}, obs)
-    logits, value = search.evaluate(apply_fn, {}, obs, jax.random.key(3), symmetry_game=game)
+    logits, value = search.predict(apply_fn, {}, obs, jax.random.key(3), symmetry_game=game)
     np.testing.assert_array_equal(logits, plain[0])
     np.testing.assert_array_equal(value, plain[1])
     # The observations the network saw were not all the untransformed ones.
     seen = []
-    search.evaluate(lambda v, o: (seen.append(o), plain)[1], {}, obs, jax.random.key(3), symmetry_game=game)
+    search.predict(lambda v, o: (seen.append(o), plain)[1], {}, obs, jax.random.key(3), symmetry_game=game)
     assert not np.array_equal(seen[0], obs)

@@ -6,6 +6,7 @@ position), then end to end through selfplay.play on tic-tac-toe, checked for con
 Tic-tac-toe actions are cells 0..8 row-major. The player to move first is pgx's random choice, so expectations are
 written per ply: ply 0 is the first mover ("X"), ply 1 the second ("O"), and so on.
 """
+
 import functools
 
 import jax
@@ -15,6 +16,7 @@ import pytest
 
 import envs
 from az_jax import replay, search, selfplay
+
 from conftest import tiny_network, tiny_variables
 
 # Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
@@ -45,21 +47,31 @@ def _record_game(name, moves, start_plies=0, key=0):
     for ply, move in enumerate(moves):
         assert not state.terminated, f"game ended before ply {ply}"
         policy = state.legal_action_mask / state.legal_action_mask.sum()
-        buffer = replay.add(buffer, jnp.int32(ply), state.observation[None], policy[None],
-                            state.legal_action_mask[None], state.current_player[None], episode)
+        buffer = replay.add(
+            buffer,
+            jnp.int32(ply),
+            state.observation[None],
+            policy[None],
+            state.legal_action_mask[None],
+            state.current_player[None],
+            episode,
+        )
         state = step(state, jnp.int32(move))
         buffer = replay.resolve(buffer, state.terminated[None], episode, state.rewards[None])
     return buffer, state
 
 
-@pytest.mark.parametrize("moves,expected", [
-    # X: 0 1 2 (top row) wins on ply 4. X moved on plies 0, 2, 4 -> +1; O on plies 1, 3 -> −1.
-    ([0, 3, 1, 4, 2], [1, -1, 1, -1, 1]),
-    # O: 3 4 5 (middle row) wins on ply 5. O moved on plies 1, 3, 5 -> +1; X on plies 0, 2, 4 -> −1.
-    ([0, 3, 1, 4, 8, 5], [-1, 1, -1, 1, -1, 1]),
-    # X 0 4 8 ... ends full with no line:  X O X / X O O / O X X  -> a draw: every position 0.
-    ([0, 4, 8, 1, 7, 6, 2, 5, 3], [0, 0, 0, 0, 0, 0, 0, 0, 0]),
-])
+@pytest.mark.parametrize(
+    "moves,expected",
+    [
+        # X: 0 1 2 (top row) wins on ply 4. X moved on plies 0, 2, 4 -> +1; O on plies 1, 3 -> −1.
+        ([0, 3, 1, 4, 2], [1, -1, 1, -1, 1]),
+        # O: 3 4 5 (middle row) wins on ply 5. O moved on plies 1, 3, 5 -> +1; X on plies 0, 2, 4 -> −1.
+        ([0, 3, 1, 4, 8, 5], [-1, 1, -1, 1, -1, 1]),
+        # X 0 4 8 ... ends full with no line:  X O X / X O O / O X X  -> a draw: every position 0.
+        ([0, 4, 8, 1, 7, 6, 2, 5, 3], [0, 0, 0, 0, 0, 0, 0, 0, 0]),
+    ],
+)
 @pytest.mark.parametrize("key", [0, 1])  # pgx gives the first move to player id 0 for one key, id 1 for the other
 def test_outcome_is_from_each_movers_point_of_view(moves, expected, key):
     buffer, state = _record_game("tic_tac_toe", moves, key=key)
@@ -104,7 +116,7 @@ def test_go_cut_at_the_cap_is_scored():
 # --- end to end: selfplay.play ---------------------------------------------------------------------------------------
 NUM_GAMES = 8
 PLIES_PER_CALL = 4  # < 5, the shortest tic-tac-toe game: nothing can end during the first call
-NUM_CALLS = 3       # 12 plies ≥ 9, the longest game: every first game has ended after the third call
+NUM_CALLS = 3  # 12 plies ≥ 9, the longest game: every first game has ended after the third call
 
 
 def _selfplay_run():
@@ -119,9 +131,14 @@ def _selfplay_run():
     apply_fn = lambda v, o: net.apply(v, o, train=False)
     settings = selfplay.SelfPlayConfig(
         search=search.SearchConfig(num_simulations=8, algorithm="puct", dirichlet_fraction=0.25, dirichlet_alpha=1.0),
-        num_plies=PLIES_PER_CALL, sampling_moves=2)
-    play = jax.jit(lambda v, games, buffer, key, first_ply: selfplay.play(
-        env, apply_fn, v, settings, games, buffer, key, first_ply))
+        num_plies=PLIES_PER_CALL,
+        sampling_moves=2,
+    )
+    play = jax.jit(
+        lambda v, games, buffer, key, first_ply: selfplay.play(
+            env, apply_fn, v, settings, games, buffer, key, first_ply
+        )
+    )
     games = selfplay.init(env, jax.random.key(2), NUM_GAMES)
     buffer = replay.init(NUM_CALLS * PLIES_PER_CALL * NUM_GAMES, env.observation_shape, obs.dtype, env.num_actions)
     results = []
@@ -152,7 +169,7 @@ def _check_positions_wait_for_their_game_to_end(results):
     np.testing.assert_array_equal(games1.ply, PLIES_PER_CALL)
     np.testing.assert_array_equal(games1.episode, 0)
     # After the second call, a first-call row is done exactly when its slot's game ended in the second call.
-    ended = games2.episode == 1                                                         # [8]
+    ended = games2.episode == 1  # [8]
     assert ended.any() and metrics2["games"] == ended.sum()
     for slot in range(NUM_GAMES):
         rows = _rows(slot, 1)
@@ -168,7 +185,7 @@ def _check_outcomes_alternate_with_the_mover_and_the_last_mover_wins(results):
     for slot in range(NUM_GAMES):
         rows = _rows(slot, NUM_CALLS)
         for episode in np.unique(buffer.episode[rows]):
-            game = rows[buffer.episode[rows] == episode]                                # this game's rows, by ply
+            game = rows[buffer.episode[rows] == episode]  # this game's rows, by ply
             n = len(game)
             # The rows are this game's positions in order: position k has k stones on the board.
             np.testing.assert_array_equal(buffer.observation[game].reshape(n, -1).sum(axis=1), np.arange(n))

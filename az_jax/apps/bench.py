@@ -25,18 +25,20 @@ What is measured (all over the same 1-D device mesh as training; per-device batc
     (CPU: best float32 2048² matmul on every device at once; GPU/TPU: bfloat16 8192² matmul), measured at the start
     and at the end of the run, the best of both kept.
 """
+
 import dataclasses
 import os
 import resource
 import statistics
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from az_jax import iteration as iteration_lib
 from az_jax import learner
@@ -104,12 +106,17 @@ def peak_memory(devices) -> dict:
     stats = [d.memory_stats() for d in devices]
     if all(s and "peak_bytes_in_use" in s for s in stats):
         per_device = [int(s["peak_bytes_in_use"]) for s in stats]
-        return {"source": "device.memory_stats()['peak_bytes_in_use']", "per_device_bytes": per_device,
-                "bytes": max(per_device)}
+        return {
+            "source": "device.memory_stats()['peak_bytes_in_use']",
+            "per_device_bytes": per_device,
+            "bytes": max(per_device),
+        }
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     rss *= 1 if sys.platform == "darwin" else 1024  # Linux reports KiB, macOS bytes
-    return {"source": "process max RSS (resource.getrusage), not device memory: the backend reports no device "
-                      "memory stats", "bytes": int(rss)}
+    return {
+        "source": "process max RSS (resource.getrusage), not device memory: the backend reports no device memory stats",
+        "bytes": int(rss),
+    }
 
 
 def measure_peak_flops(mesh, repeats: int = 4) -> dict:
@@ -125,8 +132,11 @@ def measure_peak_flops(mesh, repeats: int = 4) -> dict:
     matmul = sharded(lambda x, y: x @ y, mesh, (P(DEVICE_AXIS), P(DEVICE_AXIS)), P(DEVICE_AXIS))
     jax.block_until_ready(matmul(a, b))
     best = min(timed(matmul, a, b)[0] for _ in range(repeats))
-    return {"flops_per_second": 2.0 * n ** 3 * mesh.size / best, "method": f"{jnp.dtype(dtype).name} {n}x{n} matmul "
-            f"on each of {mesh.size} device(s) at once, best of {repeats}", "seconds": best}
+    return {
+        "flops_per_second": 2.0 * n**3 * mesh.size / best,
+        "method": f"{jnp.dtype(dtype).name} {n}x{n} matmul on each of {mesh.size} device(s) at once, best of {repeats}",
+        "seconds": best,
+    }
 
 
 # --- the state the measurements start from -----------------------------------------------------------------------
@@ -149,30 +159,38 @@ def learning_ready(trainer: Trainer, buffer: replay_lib.ReplayBuffer) -> bool:
 # --- the two halves of the iteration, each alone ----------------------------------------------------------------
 def selfplay_program(trainer: Trainer):
     """(state, key) -> (games, replay, summed metrics): the self-play half of the iteration alone."""
+
     def local(state, key):
         games, buffer, metrics = iteration_lib.selfplay(trainer.setup, state, device_key(key))
         return games, buffer, jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), metrics)
+
     specs = iteration_lib.state_partition_specs()
     return sharded(local, trainer.mesh, (specs, P()), (specs.games, specs.replay, P()))
 
 
 def learn_program(trainer: Trainer):
     """(state, key) -> (params, batch_stats, opt_state, ready, metrics): the G gradient steps alone."""
+
     def local(state, key):
-        return iteration_lib.learn(trainer.setup, state.params, state.batch_stats, state.opt_state, state.replay,
-                                   device_key(key))
+        return iteration_lib.learn(
+            trainer.setup, state.params, state.batch_stats, state.opt_state, state.replay, device_key(key)
+        )
+
     return sharded(local, trainer.mesh, (iteration_lib.state_partition_specs(), P()), (P(), P(), P(), P(), P()))
 
 
 # --- the parts of a self-play ply in isolation -------------------------------------------------------------------
 def network_loop(trainer: Trainer, inner_steps: int):
     """(variables, observations [B, ...]) -> values: `inner_steps` dependent forwards on each device's [B_local]."""
+
     def local(variables, obs):
         def body(_, obs):
             _, value = trainer.setup.apply_fn(variables, obs)
-            flip = (value > 2.0).reshape((-1,) + (1,) * (obs.ndim - 1))   # never true (tanh), unknown to XLA
+            flip = (value > 2.0).reshape((-1,) + (1,) * (obs.ndim - 1))  # never true (tanh), unknown to XLA
             return jnp.where(flip, jnp.zeros_like(obs), obs)
+
         return jax.lax.fori_loop(0, inner_steps, body, obs)
+
     return sharded(local, trainer.mesh, (P(), P(DEVICE_AXIS)), P(DEVICE_AXIS))
 
 
@@ -189,7 +207,9 @@ def env_step_loop(trainer: Trainer, inner_steps: int):
             priority = (jnp.arange(num_actions)[None, :] * 7 + rows[:, None] * 5 + i * 13) % num_actions + 1
             action = jnp.argmax(jnp.where(states.legal_action_mask, priority, 0), axis=-1)
             return jax.vmap(env.step)(states, action)
+
         return jax.lax.fori_loop(0, inner_steps, body, states)
+
     return sharded(local, trainer.mesh, (P(DEVICE_AXIS),), P(DEVICE_AXIS))
 
 
@@ -202,10 +222,13 @@ def search_loop(trainer: Trainer, inner_steps: int):
         key = device_key(key)
 
         def body(i, total):
-            out = search_lib.run_search(setup.apply_fn, setup.env, variables, jax.random.fold_in(key, i), states,
-                                        setup.selfplay.search)
+            out = search_lib.run_search(
+                setup.apply_fn, setup.env, variables, jax.random.fold_in(key, i), states, setup.selfplay.search
+            )
             return total + out.action
+
         return jax.lax.fori_loop(0, inner_steps, body, jnp.zeros(states.current_player.shape, jnp.int32))
+
     return sharded(local, trainer.mesh, (P(), P(DEVICE_AXIS), P()), P(DEVICE_AXIS))
 
 
@@ -250,13 +273,24 @@ def train_flops_per_sample(trainer: Trainer, state: TrainState, batch: int) -> f
     env = trainer.setup.env
     obs_dtype = env.init(jax.random.key(0)).observation.dtype
     shape = lambda *s, dtype=jnp.float32: jax.ShapeDtypeStruct(s, dtype)
-    fake = replay_lib.Batch(observation=shape(batch, *env.observation_shape, dtype=obs_dtype),
-                            policy=shape(batch, env.num_actions), legal=shape(batch, env.num_actions, dtype=jnp.bool_),
-                            outcome=shape(batch))
-    step = jax.jit(lambda p, s, o, b: learner.train_step(
-        p, s, o, b, apply_fn=learner.learning_apply(trainer.setup.network), optimizer=learner.make_optimizer(
-            trainer.config),
-        weight_decay=trainer.config.weight_decay, axis_name=None))
+    fake = replay_lib.Batch(
+        observation=shape(batch, *env.observation_shape, dtype=obs_dtype),
+        policy=shape(batch, env.num_actions),
+        legal=shape(batch, env.num_actions, dtype=jnp.bool_),
+        outcome=shape(batch),
+    )
+    step = jax.jit(
+        lambda p, s, o, b: learner.train_step(
+            p,
+            s,
+            o,
+            b,
+            apply_fn=learner.learning_apply(trainer.setup.network),
+            optimizer=learner.make_optimizer(trainer.config),
+            weight_decay=trainer.config.weight_decay,
+            axis_name=None,
+        )
+    )
     abstract = lambda tree: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
     lowered = step.lower(abstract(state.params), abstract(state.batch_stats), abstract(state.opt_state), fake)
     return cost_flops(lowered.compile()) / batch
@@ -299,14 +333,20 @@ def compile_and_first_iterations(trainer: Trainer) -> tuple[dict, TrainState]:
         "no_recompile_after_first_iteration": later_compiles == 0,
         "jit_cache_stays_at_one": sizes == [1, 1, 1],
         "note": "the ahead-of-time lower+compile fills the jit cache, so iteration 1's wall time excludes compilation "
-                "when backend_compiles_in_first_call is 0; iteration 1 starts from an empty replay buffer and skips "
-                "its gradient steps (lax.cond), later ones train once min_replay_size outcomes exist",
+        "when backend_compiles_in_first_call is 0; iteration 1 starts from an empty replay buffer and skips "
+        "its gradient steps (lax.cond), later ones train once min_replay_size outcomes exist",
     }
     return figures, state
 
 
-def run_benchmark(config: Config, devices=None, repeats: int = 3, inner_steps: int = 8, max_fill_calls: int = 2,
-                  log: LogFn | None = None) -> dict:
+def run_benchmark(
+    config: Config,
+    devices=None,
+    repeats: int = 3,
+    inner_steps: int = 8,
+    max_fill_calls: int = 2,
+    log: LogFn | None = None,
+) -> dict:
     """Measures `config` on `devices` (default: all of the default backend's). Returns a JSON-ready dict.
 
     repeats: timed calls per figure (the median is reported); inner_steps: loop length of the isolated network and
@@ -320,8 +360,11 @@ def run_benchmark(config: Config, devices=None, repeats: int = 3, inner_steps: i
         result = _measure(config, mesh, repeats, inner_steps, max_fill_calls, log or (lambda message: None))
     result["environment"].update(loadavg_before=list(loadavg_before), loadavg_after=list(os.getloadavg()))
     slowest = sorted(compiles.by_function.items(), key=lambda item: -item[1])[:5]
-    result["compile"].update(backend_compiles_total=compiles.count, backend_compile_seconds_total=compiles.seconds,
-                             slowest_backend_compiles_seconds=dict(slowest))
+    result["compile"].update(
+        backend_compiles_total=compiles.count,
+        backend_compile_seconds_total=compiles.seconds,
+        slowest_backend_compiles_seconds=dict(slowest),
+    )
     return result
 
 
@@ -361,10 +404,15 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
     calls = 1 + repeats
     selfplay_seconds = statistics.median(times)
     positions_per_second = B * plies / selfplay_seconds
-    selfplay_figures = {"seconds_per_call": selfplay_seconds, "all_seconds": times, "plies_per_call": plies,
-                        "positions_per_call": B * plies, "positions_per_second": positions_per_second,
-                        "simulations_per_second": positions_per_second * sims,
-                        "network_evaluations_per_second": positions_per_second * (sims + 1)}
+    selfplay_figures = {
+        "seconds_per_call": selfplay_seconds,
+        "all_seconds": times,
+        "plies_per_call": plies,
+        "positions_per_call": B * plies,
+        "positions_per_second": positions_per_second,
+        "simulations_per_second": positions_per_second * sims,
+        "network_evaluations_per_second": positions_per_second * (sims + 1),
+    }
 
     # Training: fill the buffer with real self-play until the learner would train; if the games are too long for
     # that, mark the written rows as having an outcome (their z stays 0): a gradient step costs the same either way.
@@ -383,12 +431,18 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
     learn = median_time(learn_only, state, jax.random.key(2), repeats=repeats, warmup=0)
     steps = config.train_steps_per_iteration
     samples_per_second = steps * config.batch_size / learn["seconds"]
-    training_figures = {"seconds_per_call": learn["seconds"], "all_seconds": learn["all_seconds"],
-                        "train_steps_per_call": steps, "batch_size": config.batch_size,
-                        "samples_per_second": samples_per_second, "learner_ready": ready,
-                        "replay_positions_with_outcome": int(_outcomes_per_device(trainer, state.replay).sum()),
-                        "replay_real_outcomes": real_outcomes, "replay_source": source,
-                        "selfplay_calls_to_fill": fills}
+    training_figures = {
+        "seconds_per_call": learn["seconds"],
+        "all_seconds": learn["all_seconds"],
+        "train_steps_per_call": steps,
+        "batch_size": config.batch_size,
+        "samples_per_second": samples_per_second,
+        "learner_ready": ready,
+        "replay_positions_with_outcome": int(_outcomes_per_device(trainer, state.replay).sum()),
+        "replay_real_outcomes": real_outcomes,
+        "replay_source": source,
+        "selfplay_calls_to_fill": fills,
+    }
 
     phase("self-play split (network / env step / search)")
     split = selfplay_split(trainer, state, selfplay_seconds / plies, repeats, inner_steps)
@@ -405,7 +459,8 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
     flops_figures = {
         "network_flops_per_evaluation": flops_eval,
         "train_flops_per_sample": flops_sample,
-        "peak_flops_per_second": peak_fps, "peak_method": peak["method"],
+        "peak_flops_per_second": peak_fps,
+        "peak_method": peak["method"],
         "peak_samples_flops_per_second": peak["samples_flops_per_second"],
         "selfplay_network_flops_per_second": achieved,
         "selfplay_mfu": achieved / peak_fps,
@@ -413,7 +468,7 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
         "train_flops_per_second": samples_per_second * flops_sample,
         "train_mfu": samples_per_second * flops_sample / peak_fps,
         "note": "FLOPs from XLA cost analysis (padding-aware conv counts, 2 FLOPs per multiply-add); "
-                "evaluations per position = num_simulations + 1",
+        "evaluations per position = num_simulations + 1",
     }
 
     marks.append(("end", time.perf_counter()))
@@ -421,9 +476,13 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
         "game": config.game,
         "config": dataclasses.asdict(config),
         "environment": {
-            "jax_version": jax.__version__, "backend": jax.default_backend(),
-            "platform": mesh.devices.flat[0].platform, "device_kind": mesh.devices.flat[0].device_kind,
-            "num_devices": mesh.size, "devices": [str(d) for d in mesh.devices.flat], "cpu_count": os.cpu_count(),
+            "jax_version": jax.__version__,
+            "backend": jax.default_backend(),
+            "platform": mesh.devices.flat[0].platform,
+            "device_kind": mesh.devices.flat[0].device_kind,
+            "num_devices": mesh.size,
+            "devices": [str(d) for d in mesh.devices.flat],
+            "cpu_count": os.cpu_count(),
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
         },
         "repeats": repeats,
@@ -456,17 +515,33 @@ def format_table(result: dict) -> str:
         ("self-play positions/s", f"{sp['positions_per_second']:.1f}"),
         ("search simulations/s", f"{sp['simulations_per_second']:.0f}"),
         ("training samples/s", f"{tr['samples_per_second']:.1f}"),
-        ("ply: network/env/bookkeeping/outside",
-         " / ".join(f"{100 * share[k]:.0f}%" for k in ("network", "env_step", "bookkeeping", "outside_search"))),
+        (
+            "ply: network/env/bookkeeping/outside",
+            " / ".join(f"{100 * share[k]:.0f}%" for k in ("network", "env_step", "bookkeeping", "outside_search")),
+        ),
         ("compile (lower+compile)", f"{comp['iteration_lower_plus_compile_seconds']:.1f} s"),
-        ("iterations 1, 2, 3 wall", ", ".join(f"{comp[k]:.2f} s" for k in (
-            "first_iteration_wall_seconds", "second_iteration_wall_seconds", "third_iteration_wall_seconds"))),
-        ("no recompile (jit cache sizes)", f"{comp['no_recompile_after_first_iteration']} "
-                                          f"({', '.join(map(str, comp['jit_cache_size_after_each_call']))})"),
+        (
+            "iterations 1, 2, 3 wall",
+            ", ".join(
+                f"{comp[k]:.2f} s"
+                for k in (
+                    "first_iteration_wall_seconds",
+                    "second_iteration_wall_seconds",
+                    "third_iteration_wall_seconds",
+                )
+            ),
+        ),
+        (
+            "no recompile (jit cache sizes)",
+            f"{comp['no_recompile_after_first_iteration']} "
+            f"({', '.join(map(str, comp['jit_cache_size_after_each_call']))})",
+        ),
         ("FLOPs / evaluation", _si(fl["network_flops_per_evaluation"])),
         ("peak (measured)", _si(fl["peak_flops_per_second"], "FLOP/s")),
-        ("MFU self-play / network / train",
-         " / ".join(f"{100 * fl[k]:.2f}%" for k in ("selfplay_mfu", "network_isolated_mfu", "train_mfu"))),
+        (
+            "MFU self-play / network / train",
+            " / ".join(f"{100 * fl[k]:.2f}%" for k in ("selfplay_mfu", "network_isolated_mfu", "train_mfu")),
+        ),
         (mem_label, _si(mem["bytes"], "B")),
     ]
     width = max(len(name) for name, _ in rows)

@@ -13,11 +13,12 @@ Importing this module starts no JAX backend (pgx and the games are imported only
     session.play("4"); session                     # the board, the agent's reply and its search's visit counts
     session.widget()                               # the same with a button per legal move
 """
+
 from __future__ import annotations
 
 import importlib
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 
@@ -60,17 +61,19 @@ def accelerator_overrides(backend: str) -> list[str]:
     return []
 
 
-def choose_run_dir(checkpoint_dir: str, run_name: str, *, mount_drive: bool = True,
-                   fallback_dir: str = "runs") -> str:
+def choose_run_dir(checkpoint_dir: str, run_name: str, *, mount_drive: bool = True, fallback_dir: str = "runs") -> str:
     """`checkpoint_dir/run_name`, mounting Google Drive first when the path is under /content/drive (on Colab). When
     Drive cannot be mounted (not on Colab, or refused) the run goes to `fallback_dir/run_name` instead, with a note."""
     if mount_drive and os.path.abspath(checkpoint_dir).startswith("/content/drive"):
         try:
             from google.colab import drive  # only on Colab
+
             drive.mount("/content/drive")
         except Exception as e:  # ImportError off Colab; Colab raises others when the user declines
-            print(f"Google Drive not mounted ({type(e).__name__}: {e}); using {fallback_dir}/ instead, which does "
-                  f"not survive a runtime reset")
+            print(
+                f"Google Drive not mounted ({type(e).__name__}: {e}); using {fallback_dir}/ instead, which does "
+                f"not survive a runtime reset"
+            )
             checkpoint_dir = fallback_dir
     run_dir = os.path.join(checkpoint_dir, run_name)
     os.makedirs(run_dir, exist_ok=True)
@@ -80,6 +83,7 @@ def choose_run_dir(checkpoint_dir: str, run_name: str, *, mount_drive: bool = Tr
 def run_status(run_dir: str, num_iterations: int | None = None) -> str:
     """One line: a new run, or which checkpoint training will resume from (train_and_evaluate does that itself)."""
     from az_jax import checkpoint as ckpt  # here: importing it starts JAX's backend (see the module docstring)
+
     path = ckpt.checkpoint_dir(run_dir)
     steps = sorted(int(s) for s in os.listdir(path) if s.isdigit()) if os.path.isdir(path) else []
     if not steps:
@@ -93,6 +97,7 @@ def plot_history(history: Sequence[dict], title: str = ""):
     """A matplotlib figure of metric records ({'iteration': i, key: value, ...}): the losses on the left, every
     evaluation score (eval/vs_<opponent>_score, 0.5 = even) on the right."""
     import matplotlib.pyplot as plt
+
     fig, (losses, scores) = plt.subplots(1, 2, figsize=(11, 3.6))
     for key in LOSS_KEYS:
         points = [(r["iteration"], r[key]) for r in history if key in r and r.get("train/steps", 1) > 0]
@@ -102,7 +107,7 @@ def plot_history(history: Sequence[dict], title: str = ""):
     score_keys = sorted({k for r in history for k in r if k.startswith("eval/") and k.endswith("_score")})
     for key in score_keys:
         points = [(r["iteration"], r[key]) for r in history if key in r]
-        scores.plot(*zip(*points), marker="o", label=key[len("eval/"):-len("_score")])
+        scores.plot(*zip(*points), marker="o", label=key[len("eval/") : -len("_score")])
     scores.axhline(0.5, color="grey", lw=0.8, ls=":")
     scores.set(xlabel="iteration", ylim=(-0.02, 1.02), title="score against baselines (win 1, draw ½)")
     for ax in (losses, scores):
@@ -122,7 +127,7 @@ class LivePlot:
     def __init__(self, every: int = 1, title: str = "", history: Sequence[dict] = ()):
         self.every = every
         self.title = title
-        self.history = list(history)    # earlier records (e.g. read_metrics of a resumed run) are drawn too
+        self.history = list(history)  # earlier records (e.g. read_metrics of a resumed run) are drawn too
 
     def __call__(self, iteration: int, metrics: dict) -> None:
         self.history.append({"iteration": iteration, **metrics})
@@ -130,6 +135,7 @@ class LivePlot:
             return
         import matplotlib.pyplot as plt
         from IPython.display import clear_output, display
+
         fig = plot_history(self.history, self.title)
         clear_output(wait=True)
         display(fig)
@@ -138,8 +144,11 @@ class LivePlot:
 
     def status(self) -> str:
         last = self.history[-1]
-        parts = [f"iteration {last['iteration']}", f"loss {last.get('train/loss', float('nan')):.3f}",
-                 f"{last.get('perf/positions_per_second', 0):.4g} positions/s"]
+        parts = [
+            f"iteration {last['iteration']}",
+            f"loss {last.get('train/loss', float('nan')):.3f}",
+            f"{last.get('perf/positions_per_second', 0):.4g} positions/s",
+        ]
         scores = {k: v for r in self.history for k, v in r.items() if k.startswith("eval/") and k.endswith("_score")}
-        parts += [f"{k[len('eval/'):-len('_score')]} {v:.3f}" for k, v in sorted(scores.items())]
+        parts += [f"{k[len('eval/') : -len('_score')]} {v:.3f}" for k, v in sorted(scores.items())]
         return " · ".join(parts)

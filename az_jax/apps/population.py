@@ -18,25 +18,27 @@ result is that run's bit for bit on CPU.
     state = trainer.init_state()                                       # TrainState, every leaf [M, ...]
     state, metrics = trainer.iterate(state)                            # metrics: {name: [M]}
 """
+
 import dataclasses
 import functools
 import json
 import math
 import os
 import time
-from typing import Any, Callable, Literal, Sequence
+from collections.abc import Callable, Sequence
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from jax import custom_batching
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from az_jax import checkpoint as ckpt
 from az_jax import config as config_lib
-from az_jax import iteration as iteration_lib
 from az_jax import devices as devices_lib
+from az_jax import iteration as iteration_lib
 from az_jax.devices import DEVICE_AXIS, sharded
 from az_jax.iteration import Setup, TrainState, state_partition_specs
 from az_jax.loop import write_config
@@ -48,6 +50,7 @@ MEMBER_AXIS = "m"
 class Member:
     """One member's hyperparameters. `learning_rates`: the schedule's values (as many as the config's, whose
     lr_boundaries are shared); None means the config's own."""
+
     seed: int
     learning_rates: tuple[float, ...] | None = None
 
@@ -61,8 +64,10 @@ def member_config(config: config_lib.Config, member: Member) -> config_lib.Confi
 def _member_data(config: config_lib.Config, members: Sequence[Member]) -> dict:
     """seed [M] int32 and learning_rates [M, K] float32: the members' per-run numbers, passed to the program as
     data."""
-    return {"seed": np.asarray([m.seed for m in members], np.int32),
-            "learning_rates": np.asarray([member_config(config, m).learning_rates for m in members], np.float32)}
+    return {
+        "seed": np.asarray([m.seed for m in members], np.int32),
+        "learning_rates": np.asarray([member_config(config, m).learning_rates for m in members], np.float32),
+    }
 
 
 # --- the network under the member vmap ------------------------------------------------------------------------------
@@ -71,12 +76,16 @@ NetworkBatching = Literal["vmap", "loop"]
 
 def _loop_rule(fn):
     """A custom_vmap rule that runs `fn` once per member (an unrolled loop) and stacks the results."""
+
     def rule(axis_size, in_batched, *args):
-        args = [jax.tree.map(lambda x, b: x if b else jnp.broadcast_to(x, (axis_size, *jnp.shape(x))), a, ab)
-                for a, ab in zip(args, in_batched)]
+        args = [
+            jax.tree.map(lambda x, b: x if b else jnp.broadcast_to(x, (axis_size, *jnp.shape(x))), a, ab)
+            for a, ab in zip(args, in_batched)
+        ]
         outs = [fn(*jax.tree.map(lambda x: x[i], args)) for i in range(axis_size)]
         out = jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
         return out, jax.tree.map(lambda _: True, out)
+
     return rule
 
 
@@ -109,8 +118,9 @@ def member_setup(setup: Setup, network_batching: NetworkBatching) -> Setup:
     once per member (`member_looped`)."""
     if network_batching == "vmap":
         return setup
-    return dataclasses.replace(setup, apply_fn=member_looped(setup.apply_fn),
-                               learn_apply=member_looped(setup.learn_apply))
+    return dataclasses.replace(
+        setup, apply_fn=member_looped(setup.apply_fn), learn_apply=member_looped(setup.learn_apply)
+    )
 
 
 def make_population_mesh(num_members: int, devices=None, member_shards: int | None = None) -> Mesh:
@@ -119,15 +129,15 @@ def make_population_mesh(num_members: int, devices=None, member_shards: int | No
     devices = np.asarray(jax.devices() if devices is None else devices)
     shards = math.gcd(num_members, devices.size) if member_shards is None else member_shards
     if shards <= 0 or devices.size % shards or num_members % shards:
-        raise config_lib.ConfigError(f"member_shards={shards} must divide both the {num_members} members and the "
-                                     f"{devices.size} devices")
+        raise config_lib.ConfigError(
+            f"member_shards={shards} must divide both the {num_members} members and the {devices.size} devices"
+        )
     return Mesh(devices.reshape(shards, devices.size // shards), (MEMBER_AXIS, DEVICE_AXIS))
 
 
 def population_partition_specs() -> TrainState:
     """Trainer's specs with the member axis in front: P() -> P("m"), P("d") -> P("m", "d")."""
-    return jax.tree.map(lambda spec: P(MEMBER_AXIS, *spec), state_partition_specs(),
-                        is_leaf=lambda x: isinstance(x, P))
+    return jax.tree.map(lambda spec: P(MEMBER_AXIS, *spec), state_partition_specs(), is_leaf=lambda x: isinstance(x, P))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -135,15 +145,21 @@ class PopulationTrainer:
     """Everything static about a population: the shared config, the members, the ("m", "d") mesh, and how the
     network meets the member axis ("vmap": batched like everything else; "loop": once per member, see
     `member_looped`)."""
+
     config: config_lib.Config
     members: tuple[Member, ...]
     mesh: Mesh
     network_batching: NetworkBatching = "vmap"
 
     @classmethod
-    def create(cls, config: config_lib.Config, members: Sequence[Member], devices=None,
-               member_shards: int | None = None, network_batching: NetworkBatching | None = None
-               ) -> "PopulationTrainer":
+    def create(
+        cls,
+        config: config_lib.Config,
+        members: Sequence[Member],
+        devices=None,
+        member_shards: int | None = None,
+        network_batching: NetworkBatching | None = None,
+    ) -> "PopulationTrainer":
         """Checks every member's config (ConfigError names the bad one) and builds the mesh. `network_batching`
         defaults to "loop" on CPU (grouped convolutions are slow there) and "vmap" on GPU/TPU (not measured here)."""
         members = tuple(members)
@@ -191,8 +207,9 @@ class PopulationTrainer:
     # --- the iteration ---------------------------------------------------------------------------------------------
     def _local_iteration(self, state: TrainState, data: dict) -> tuple[TrainState, dict]:
         """One device's members (leading axis M / member_shards), each with its B/D games and N/D replay rows."""
-        one_member = lambda member_state, member_data: iteration_lib.iteration(self.setup, member_state,
-                                                                               member_data["learning_rates"])
+        one_member = lambda member_state, member_data: iteration_lib.iteration(
+            self.setup, member_state, member_data["learning_rates"]
+        )
         return jax.vmap(one_member)(state, data)
 
     @functools.cached_property
@@ -200,8 +217,9 @@ class PopulationTrainer:
         """state -> (state, metrics {name: [M]}): one iteration of every member, one jitted program. The input
         state's buffers are donated."""
         specs = population_partition_specs()
-        step = sharded(self._local_iteration, self.mesh, (specs, P(MEMBER_AXIS)), (specs, P(MEMBER_AXIS)),
-                       donate_argnums=0)
+        step = sharded(
+            self._local_iteration, self.mesh, (specs, P(MEMBER_AXIS)), (specs, P(MEMBER_AXIS)), donate_argnums=0
+        )
         return lambda state: step(state, self.member_data)
 
 
@@ -224,9 +242,16 @@ def save_members(trainer: PopulationTrainer, state: TrainState, run_dir: str) ->
     return dirs
 
 
-def train_population(config: config_lib.Config, members: Sequence[Member], *, run_dir: str | None = None,
-                     devices=None, member_shards: int | None = None, network_batching: NetworkBatching | None = None,
-                     progress_fn: ProgressFn | None = None) -> tuple[PopulationTrainer, TrainState]:
+def train_population(
+    config: config_lib.Config,
+    members: Sequence[Member],
+    *,
+    run_dir: str | None = None,
+    devices=None,
+    member_shards: int | None = None,
+    network_batching: NetworkBatching | None = None,
+    progress_fn: ProgressFn | None = None,
+) -> tuple[PopulationTrainer, TrainState]:
     """Trains every member for config.num_iterations iterations in one program (no evaluation, no resume).
 
     `progress_fn(iteration, [metrics of member i])` after every iteration; each member's metrics also carry
@@ -239,8 +264,11 @@ def train_population(config: config_lib.Config, members: Sequence[Member], *, ru
     if run_dir is not None:
         os.makedirs(run_dir, exist_ok=True)
         with open(os.path.join(run_dir, "population.json"), "w") as f:
-            json.dump({"config": json.loads(config.to_json()),
-                       "members": [dataclasses.asdict(m) for m in trainer.members]}, f, indent=2)
+            json.dump(
+                {"config": json.loads(config.to_json()), "members": [dataclasses.asdict(m) for m in trainer.members]},
+                f,
+                indent=2,
+            )
         log = open(os.path.join(run_dir, "members.jsonl"), "a")
     try:
         for it in range(config.num_iterations):
@@ -249,8 +277,14 @@ def train_population(config: config_lib.Config, members: Sequence[Member], *, ru
             metrics = jax.device_get(metrics)
             seconds = time.perf_counter() - t0
             total = trainer.num_members * config.positions_per_iteration / seconds
-            per_member = [{**{k: float(v[i]) for k, v in metrics.items()}, "perf/iteration_seconds": seconds,
-                           "perf/population_positions_per_second": total} for i in range(trainer.num_members)]
+            per_member = [
+                {
+                    **{k: float(v[i]) for k, v in metrics.items()},
+                    "perf/iteration_seconds": seconds,
+                    "perf/population_positions_per_second": total,
+                }
+                for i in range(trainer.num_members)
+            ]
             if log is not None:
                 for i, m in enumerate(per_member):
                     log.write(json.dumps({"iteration": it + 1, "member": i, **m}) + "\n")

@@ -9,6 +9,7 @@ shows a session as HTML (pgx's SVG board) and as an ipywidgets UI (`GameSession.
 The agent searches exactly as in evaluation (`Agent.search`: greedy by visit count, no root noise). Randomness: one
 `jax.random.key(seed)`, split for the initial state and for every search; no key is used twice.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,21 +23,22 @@ import numpy as np
 from envs import is_over, notation
 from envs.render import render_svg
 
-MAX_BUTTONS = 25        # games with more legal moves than this get a text box instead of one button per move
+MAX_BUTTONS = 25  # games with more legal moves than this get a text box instead of one button per move
 
 
 # --- the search's view of a position ---------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Analysis:
     """What the agent thinks of one position, from the side to move's point of view."""
-    side: str                      # the side to move, as envs.notation names it ("X", "White", ...)
-    moves: tuple[str, ...]         # [L] the legal moves in the game's notation, in action order
-    actions: tuple[int, ...]       # [L] their pgx actions
-    visits: np.ndarray             # [L] root visit counts of the search
-    prior: np.ndarray              # [L] the network's move probabilities (masked softmax)
-    search_value: float            # the root's value after the search, in [-1, 1]
-    network_value: float           # the network's value of the position, in [-1, 1]
-    best: str                      # the move the agent plays (greedy by visits, as in evaluation)
+
+    side: str  # the side to move, as envs.notation names it ("X", "White", ...)
+    moves: tuple[str, ...]  # [L] the legal moves in the game's notation, in action order
+    actions: tuple[int, ...]  # [L] their pgx actions
+    visits: np.ndarray  # [L] root visit counts of the search
+    prior: np.ndarray  # [L] the network's move probabilities (masked softmax)
+    search_value: float  # the root's value after the search, in [-1, 1]
+    network_value: float  # the network's value of the position, in [-1, 1]
+    best: str  # the move the agent plays (greedy by visits, as in evaluation)
     simulations: int
 
     @property
@@ -49,8 +51,11 @@ class Analysis:
         return [(self.moves[i], int(self.visits[i]), float(self.prior[i])) for i in order[:top]]
 
     def text(self, top: int = 7) -> str:
-        lines = [f"search ({self.simulations} simulations): value {self.search_value:+.3f}, plays {self.best}; "
-                 f"network value {self.network_value:+.3f}", f"{'move':>6} {'visits':>7} {'prior':>6}"]
+        lines = [
+            f"search ({self.simulations} simulations): value {self.search_value:+.3f}, plays {self.best}; "
+            f"network value {self.network_value:+.3f}",
+            f"{'move':>6} {'visits':>7} {'prior':>6}",
+        ]
         lines += [f"{m:>6} {v:>7d} {p:>6.3f}" for m, v, p in self.rows(top)]
         return "\n".join(lines)
 
@@ -59,10 +64,14 @@ class Analysis:
         rows = "".join(
             f"<tr><td><b>{html.escape(m)}</b></td><td style='text-align:right'>{v}</td>"
             f"<td><div style='background:#4c72b0;height:10px;width:{120 * v / most:.0f}px'></div></td>"
-            f"<td style='text-align:right'>{p:.3f}</td></tr>" for m, v, p in self.rows(top))
-        return (f"<div><b>search</b> ({self.simulations} simulations): value {self.search_value:+.3f}, plays "
-                f"<b>{html.escape(self.best)}</b> &nbsp; <b>network</b> value {self.network_value:+.3f}"
-                f"<table><tr><th>move</th><th>visits</th><th></th><th>prior</th></tr>{rows}</table></div>")
+            f"<td style='text-align:right'>{p:.3f}</td></tr>"
+            for m, v, p in self.rows(top)
+        )
+        return (
+            f"<div><b>search</b> ({self.simulations} simulations): value {self.search_value:+.3f}, plays "
+            f"<b>{html.escape(self.best)}</b> &nbsp; <b>network</b> value {self.network_value:+.3f}"
+            f"<table><tr><th>move</th><th>visits</th><th></th><th>prior</th></tr>{rows}</table></div>"
+        )
 
 
 def analyse(agent, state, rng_key, num_simulations: int | None = None) -> Analysis:
@@ -76,14 +85,22 @@ def analyse(agent, state, rng_key, num_simulations: int | None = None) -> Analys
     probs, values = agent.policy_value(batch)
     # Read on the host: indexing the device arrays (or Tree.summary()) would compile a few eager ops.
     children_visits, node_values, probs, values, actions = jax.device_get(
-        (out.search_tree.children_visits, out.search_tree.node_values, probs, values, actions))
+        (out.search_tree.children_visits, out.search_tree.node_values, probs, values, actions)
+    )
     root = mctx.Tree.ROOT_INDEX
     legal = notation.legal_moves(game, host)
     idx = list(legal.values())
-    return Analysis(side=notation.side_to_move(game, host), moves=tuple(legal), actions=tuple(idx),
-                    visits=np.asarray(children_visits[0, root])[idx], prior=np.asarray(probs[0])[idx],
-                    search_value=float(node_values[0, root]), network_value=float(values[0]),
-                    best=notation.format_move(game, host, int(actions[0])), simulations=sims)
+    return Analysis(
+        side=notation.side_to_move(game, host),
+        moves=tuple(legal),
+        actions=tuple(idx),
+        visits=np.asarray(children_visits[0, root])[idx],
+        prior=np.asarray(probs[0])[idx],
+        search_value=float(node_values[0, root]),
+        network_value=float(values[0]),
+        best=notation.format_move(game, host, int(actions[0])),
+        simulations=sims,
+    )
 
 
 # --- a game against the agent ----------------------------------------------------------------------------------------
@@ -93,8 +110,15 @@ class GameSession:
     also opens the game when `human_first` is False; the terminal turns it off to draw the board before each move.
     `num_simulations` overrides the agent's evaluation simulations."""
 
-    def __init__(self, agent, *, human_first: bool = True, num_simulations: int | None = None, seed: int = 0,
-                 auto_reply: bool = True):
+    def __init__(
+        self,
+        agent,
+        *,
+        human_first: bool = True,
+        num_simulations: int | None = None,
+        seed: int = 0,
+        auto_reply: bool = True,
+    ):
         self.agent = agent
         self.game = agent.config.game
         self.num_simulations = num_simulations
@@ -191,9 +215,11 @@ class GameSession:
     def _repr_html_(self) -> str:
         moves = " ".join(self.moves) or "(none yet)"
         analysis = self.last_analysis._repr_html_() if self.last_analysis is not None else ""
-        return (f"<div style='display:flex;gap:24px;align-items:flex-start'><div>{self.svg()}</div>"
-                f"<div><p><b>{html.escape(self.status())}</b></p><p>moves: {html.escape(moves)}</p>"
-                f"<p style='color:#666'>agent's last search:</p>{analysis}</div></div>")
+        return (
+            f"<div style='display:flex;gap:24px;align-items:flex-start'><div>{self.svg()}</div>"
+            f"<div><p><b>{html.escape(self.status())}</b></p><p>moves: {html.escape(moves)}</p>"
+            f"<p style='color:#666'>agent's last search:</p>{analysis}</div></div>"
+        )
 
     def widget(self):
         """An ipywidgets UI: the board and the agent's last search, a button per legal move (a text box and a play
@@ -201,6 +227,7 @@ class GameSession:
         last in a cell); its `press(move)` does what clicking that move's button (or typing it) does and returns the
         message shown."""
         import ipywidgets as widgets  # optional: only notebooks have it
+
         view = widgets.HTML(self._repr_html_())
         message = widgets.Label("")
         controls = widgets.HBox([])
@@ -231,13 +258,14 @@ class GameSession:
             return message.value
 
         box = widgets.VBox([view, controls, message])
-        box.refresh = refresh          # re-draws after play() was called directly
+        box.refresh = refresh  # re-draws after play() was called directly
         box.press = press
         refresh()
         return box
 
     def _controls(self, on_move) -> list:
         import ipywidgets as widgets  # optional: only notebooks have it
+
         legal = self.legal_moves()
         if len(legal) <= MAX_BUTTONS:
             buttons = []

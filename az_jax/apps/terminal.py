@@ -7,16 +7,17 @@ and the most visited root moves.
 
 Randomness: one `jax.random.key(seed)`, split for the initial state and for every agent search; no key is used twice.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from az_jax.apps.session import Analysis, GameSession
 from envs import notation
 
 QUIT_WORDS = ("quit", "exit")
 LIST_WORDS = ("moves", "help", "?")
-TOP_VISITS = 5          # root moves shown after each agent move
+TOP_VISITS = 5  # root moves shown after each agent move
 
 
 def _human_move(session: GameSession, input_fn: Callable[[str], str], print_fn: Callable[..., None]) -> bool:
@@ -44,21 +45,28 @@ def _human_move(session: GameSession, input_fn: Callable[[str], str], print_fn: 
 def _agent_line(analysis: Analysis) -> str:
     """The agent's move, its root value and the most visited root moves with their visit counts."""
     shown = ", ".join(f"{move} {visits}" for move, visits, _ in analysis.rows(TOP_VISITS) if visits > 0)
-    return (f"Agent ({analysis.side}) plays {analysis.best}   value {analysis.search_value:+.3f}   "
-            f"visits: {shown}")
+    return f"Agent ({analysis.side}) plays {analysis.best}   value {analysis.search_value:+.3f}   visits: {shown}"
 
 
-def play_session(agent, *, human_first: bool = True, num_simulations: int | None = None, seed: int = 0,
-                 input_fn: Callable[[str], str] = input, print_fn: Callable[..., None] = print) -> float:
+def play_session(
+    agent,
+    *,
+    human_first: bool = True,
+    num_simulations: int | None = None,
+    seed: int = 0,
+    input_fn: Callable[[str], str] = input,
+    print_fn: Callable[..., None] = print,
+) -> float:
     """One game of a person against `agent` (an az_jax.agent.Agent). Returns the person's result: +1 win, 0 draw,
     -1 loss; 0.0 also when the person quits ("quit", "exit", EOF). `human_first` picks who makes the first move;
     `num_simulations` overrides the agent's evaluation simulations."""
-    session = GameSession(agent, human_first=human_first, num_simulations=num_simulations, seed=seed,
-                          auto_reply=False)
+    session = GameSession(agent, human_first=human_first, num_simulations=num_simulations, seed=seed, auto_reply=False)
     game = session.game
     human_side = notation.player_names(game)[0 if human_first else 1]
-    print_fn(f"{game}: you play {human_side} and move {'first' if human_first else 'second'}. "
-             f"Moves: {notation.notation_help(game)}.")
+    print_fn(
+        f"{game}: you play {human_side} and move {'first' if human_first else 'second'}. "
+        f"Moves: {notation.notation_help(game)}."
+    )
     print_fn(f"Type {' / '.join(LIST_WORDS)} to list the legal moves, {' or '.join(QUIT_WORDS)} to stop.")
     while not session.over:
         print_fn(session.board())

@@ -21,6 +21,7 @@ engine process outlives its client.
 
 `az_jax/engines/uci.py` raises the same classes (all but `GTPError`), so evaluation code can catch one hierarchy.
 """
+
 from __future__ import annotations
 
 import collections
@@ -34,7 +35,7 @@ import subprocess
 import threading
 import time
 import weakref
-from typing import Sequence
+from collections.abc import Sequence
 
 from az_jax.engines.errors import EngineCrashed, EngineError, EngineProtocolError, EngineTimeout
 from envs.notation import go
@@ -210,7 +211,9 @@ class GTPEngine:
         self._stderr_thread.join(timeout=0.5)
         tail = self.stderr_tail()
         self._kill(f"crashed ({what})")
-        msg = f"engine {self.argv[0]!r} (pid {self.pid}) {what}; exit code {self._proc.returncode if rc is None else rc}"
+        msg = (
+            f"engine {self.argv[0]!r} (pid {self.pid}) {what}; exit code {self._proc.returncode if rc is None else rc}"
+        )
         if tail:
             msg += f"; stderr tail:\n{tail}"
         return EngineCrashed(msg)
@@ -231,7 +234,7 @@ class GTPEngine:
         self._join_readers()
         self._finalizer.detach()
 
-    def __enter__(self) -> "GTPEngine":
+    def __enter__(self) -> GTPEngine:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -6,6 +6,7 @@ Moves are `chess.Move`s on a `chess.Board`; pgx chess actions convert to and fro
 Engine errors are those of az_jax/engines/errors.py (`EngineCrashed`, `EngineTimeout`,
 `EngineProtocolError`, base `EngineError`).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,7 +15,8 @@ import os
 import shlex
 import signal
 import weakref
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import chess
 import chess.engine
@@ -128,7 +130,7 @@ class UCIEngine:
             self._engine = chess.engine.SimpleEngine.popen_uci(argv, timeout=self.timeout)
         except (OSError, chess.engine.EngineTerminatedError) as e:
             raise EngineCrashed(f"cannot start UCI engine {argv!r}: {e}") from e
-        except (asyncio.TimeoutError, concurrent.futures.TimeoutError, TimeoutError) as e:
+        except (concurrent.futures.TimeoutError, TimeoutError) as e:
             raise EngineTimeout(f"UCI engine {argv!r} did not finish the 'uci' handshake in {timeout} s") from e
         self.pid = self._engine.transport.get_pid()
         self.name = self._engine.id.get("name", self.argv[0])  # from the engine's `id name` line
@@ -155,14 +157,14 @@ class UCIEngine:
         try:
             # The extra margin only matters if the event loop itself stops answering.
             return fut.result(timeout=None if timeout is None else timeout + 5.0)
-        except (asyncio.TimeoutError, concurrent.futures.TimeoutError, TimeoutError):
+        except (concurrent.futures.TimeoutError, TimeoutError):
             self._kill(f"timed out during {what}")
-            raise EngineTimeout(f"UCI engine {self.argv[0]!r} did not finish {what} within {timeout} s; killed") from None
+            raise EngineTimeout(
+                f"UCI engine {self.argv[0]!r} did not finish {what} within {timeout} s; killed"
+            ) from None
         except chess.engine.EngineTerminatedError as e:
             self._kill(f"terminated during {what}")
-            raise EngineCrashed(
-                f"UCI engine {self.argv[0]!r} (pid {self.pid}) terminated during {what}: {e}"
-            ) from e
+            raise EngineCrashed(f"UCI engine {self.argv[0]!r} (pid {self.pid}) terminated during {what}: {e}") from e
         except chess.engine.EngineError as e:
             self._kill(f"protocol error during {what}")
             raise EngineProtocolError(f"UCI engine {self.argv[0]!r} sent an invalid reply during {what}: {e}") from e
@@ -221,7 +223,7 @@ class UCIEngine:
         _shutdown(self._engine, self.pid, quit_first=self._dead_reason is None)
         self._finalizer.detach()
 
-    def __enter__(self) -> "UCIEngine":
+    def __enter__(self) -> UCIEngine:
         return self
 
     def __exit__(self, *exc) -> None:

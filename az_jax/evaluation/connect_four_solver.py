@@ -14,6 +14,7 @@ move loses, tests nothing). Stored as JSON lines, one position a line:
 {"moves": "3324…", "scores": [7 × score|null]}.
 Columns are 0–6 from the left in both pgx and BitBully.
 """
+
 import json
 from typing import NamedTuple
 
@@ -52,16 +53,16 @@ def position_value(scores: np.ndarray) -> np.ndarray:
 
 
 class PositionSet(NamedTuple):
-    moves: np.ndarray    # [P, 42] int32 pgx actions from the start, −1 padded
-    scores: np.ndarray   # [P, 7] int32 the solver's score of each move, FULL where the column is full
+    moves: np.ndarray  # [P, 42] int32 pgx actions from the start, −1 padded
+    scores: np.ndarray  # [P, 7] int32 the solver's score of each move, FULL where the column is full
 
     @property
     def optimal(self) -> np.ndarray:
-        return optimal_mask(self.scores)      # [P, 7]
+        return optimal_mask(self.scores)  # [P, 7]
 
     @property
     def value(self) -> np.ndarray:
-        return position_value(self.scores)    # [P]
+        return position_value(self.scores)  # [P]
 
     @property
     def depth(self) -> np.ndarray:
@@ -96,15 +97,22 @@ def _pad(rows: list[list[int]]) -> np.ndarray:
     """Move lists -> [P, 42] int32, −1 padded."""
     padded = np.full((len(rows), 6 * NUM_COLUMNS), -1, np.int32)
     for i, moves in enumerate(rows):
-        padded[i, :len(moves)] = moves
+        padded[i, : len(moves)] = moves
     return padded
 
 
 def save(path: str, positions: PositionSet) -> None:
     with open(path, "w") as f:
         for moves, scores in zip(positions.moves, positions.scores):
-            f.write(json.dumps({"moves": "".join(str(m) for m in moves if m >= 0),
-                                "scores": [None if s == FULL else int(s) for s in scores]}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "moves": "".join(str(m) for m in moves if m >= 0),
+                        "scores": [None if s == FULL else int(s) for s in scores],
+                    }
+                )
+                + "\n"
+            )
 
 
 def load(path: str) -> PositionSet:
@@ -127,5 +135,6 @@ def load(path: str) -> PositionSet:
 def evaluate(player, positions: PositionSet, rng_key: jax.Array, batch_size: int = 256) -> positions_lib.Result:
     """`player` (states [n, ...], key) -> actions [n] on every position, in batches of `batch_size`. The key is
     consumed."""
-    return positions_lib.evaluate(player, pgx.make("connect_four"), positions.moves, positions.optimal,
-                                  positions.value, rng_key, batch_size)
+    return positions_lib.evaluate(
+        player, pgx.make("connect_four"), positions.moves, positions.optimal, positions.value, rng_key, batch_size
+    )

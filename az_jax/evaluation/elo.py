@@ -30,12 +30,14 @@ per pair. The prior actually used is reported in the result.
 
 Everything is plain NumPy on the host; nothing here is traced by JAX.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import statistics
-from typing import Iterable, Sequence, Union
+from collections.abc import Iterable, Sequence
+from typing import Union
 
 import numpy as np
 
@@ -272,6 +274,7 @@ def elo_difference(
     """
     if wins + draws + losses <= 0:
         raise ValueError("no games")
-    fit = fit_elo([("player", "opponent", wins, draws, losses)], anchor="opponent",
-                  prior_draws=prior_draws, confidence=confidence)
+    fit = fit_elo(
+        [("player", "opponent", wins, draws, losses)], anchor="opponent", prior_draws=prior_draws, confidence=confidence
+    )
     return fit.rating("player"), fit.interval("player")

@@ -1,5 +1,6 @@
 """`az-jax eval`: a trained run against any player spec; the result is appended to RUN_DIR/eval/results.jsonl and the
 games are written to RUN_DIR/eval/games/<match>/ (SGF for Go, PGN for chess, JSON for the rest)."""
+
 from __future__ import annotations
 
 import datetime
@@ -31,16 +32,34 @@ def write_games(directory: str, game: str, a: str, b: str, games: list[match_lib
     for i, g in enumerate(games):
         first, second = (a, b) if g.a_first else (b, a)
         meta = tuple(sorted((str(k), str(v)) for k, v in g.info + ((("resigned", "true"),) if g.resigned else ())))
-        record = records.GameRecord(game=game, actions=g.actions, result=g.first_mover_result(),
-                                    players=(first, second), first_player=g.first_player, meta=meta)
+        record = records.GameRecord(
+            game=game,
+            actions=g.actions,
+            result=g.first_mover_result(),
+            players=(first, second),
+            first_player=g.first_player,
+            meta=meta,
+        )
         records.write_record(os.path.join(directory, f"game-{i + 1:04d}"), record)
     return len(games)
 
 
-def evaluate(run_dir: str | None, opponent: str, *, games: int, step: int | None = None,
-             simulations: int | None = None, opening_plies: int | None = None, seed: int = 0,
-             batch_size: int | None = None, save_games: bool = True, player: str | None = None,
-             game: str | None = None, out_dir: str | None = None, log=print) -> match_lib.MatchSummary:
+def evaluate(
+    run_dir: str | None,
+    opponent: str,
+    *,
+    games: int,
+    step: int | None = None,
+    simulations: int | None = None,
+    opening_plies: int | None = None,
+    seed: int = 0,
+    batch_size: int | None = None,
+    save_games: bool = True,
+    player: str | None = None,
+    game: str | None = None,
+    out_dir: str | None = None,
+    log=print,
+) -> match_lib.MatchSummary:
     """Plays the run's agent (or, with `player` and `game`, any player spec) against `opponent`; appends the summary
     to the results file (RUN_DIR/eval/results.jsonl, or OUT_DIR/results.jsonl for a spec player). An engine failure
     is appended too (with its error) and then re-raised."""
@@ -55,8 +74,9 @@ def evaluate(run_dir: str | None, opponent: str, *, games: int, step: int | None
     else:
         agent = load_agent(run_dir, step=step)
         game = agent.config.game
-        agent_player = players_lib.agent_player(agent, simulations,
-                                                name=f"{os.path.basename(os.path.abspath(run_dir))}@{agent.step}")
+        agent_player = players_lib.agent_player(
+            agent, simulations, name=f"{os.path.basename(os.path.abspath(run_dir))}@{agent.step}"
+        )
         results_file = results_path(run_dir)
         games_root = os.path.join(run_dir, "eval", "games")
     other = players_lib.make_player(opponent, game)
@@ -66,24 +86,30 @@ def evaluate(run_dir: str | None, opponent: str, *, games: int, step: int | None
 
     def on_game(index, g):
         finished.append(g)
-        log(f"game {index + 1}/{games}: {'win' if g.result > 0 else 'draw' if g.result == 0 else 'loss'}"
-            f"{' (resigned)' if g.resigned else ''} in {len(g.actions)} plies")
+        log(
+            f"game {index + 1}/{games}: {'win' if g.result > 0 else 'draw' if g.result == 0 else 'loss'}"
+            f"{' (resigned)' if g.resigned else ''} in {len(g.actions)} plies"
+        )
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     games_dir = os.path.join(games_root, f"{stamp}_{_slug(agent_player.name)}_vs_{_slug(other.name)}")
     t0 = time.perf_counter()
     error = None
     try:
-        played = match_lib.play(game, agent_player, other, key, games, opening_plies=plies, batch_size=batch_size,
-                                on_game=on_game)
+        played = match_lib.play(
+            game, agent_player, other, key, games, opening_plies=plies, batch_size=batch_size, on_game=on_game
+        )
     except EngineError as e:
         played, error = finished, e
     seconds = time.perf_counter() - t0
     results = [g.result for g in played]
-    extra = {"seed": seed, "simulations": getattr(agent_player, "simulations", None),
-             "step": getattr(agent_player, "step", None),
-             "opponent_spec": opponent,
-             **match_lib.engine_score_agreement(played)}
+    extra = {
+        "seed": seed,
+        "simulations": getattr(agent_player, "simulations", None),
+        "step": getattr(agent_player, "step", None),
+        "opponent_spec": opponent,
+        **match_lib.engine_score_agreement(played),
+    }
     if error is not None:
         extra["error"] = str(error)
     if save_games and played:

@@ -8,6 +8,7 @@ plays the new pairings. Outputs, all in RUN_DIR/ladder/: ratings.csv, ratings.md
 (time = the run's own training wall-clock: the sum of its iteration, evaluation and gating seconds in
 metrics.jsonl).
 """
+
 from __future__ import annotations
 
 import os
@@ -39,7 +40,8 @@ def training_seconds(run_dir: str) -> dict[int, float]:
     total, out = 0.0, {}
     for record in read_metrics(run_dir):
         total += record.get("perf/iteration_seconds", 0.0) + sum(
-            v for k, v in record.items() if k.startswith(("eval/", "gating/")) and k.endswith("seconds"))
+            v for k, v in record.items() if k.startswith(("eval/", "gating/")) and k.endswith("seconds")
+        )
         out[int(record["iteration"])] = total
     return out
 
@@ -56,9 +58,17 @@ def pairings(checkpoints: list[str], baselines: list[str]) -> list[tuple[str, st
     return pairs
 
 
-def run_ladder(run_dir: str, *, games: int = 100, simulations: int | None = None,
-               baselines: list[str] = ("random", "mcts:sims=200"), anchor: str = "random", seed: int = 0,
-               steps: str | None = None, log=print) -> str:
+def run_ladder(
+    run_dir: str,
+    *,
+    games: int = 100,
+    simulations: int | None = None,
+    baselines: list[str] = ("random", "mcts:sims=200"),
+    anchor: str = "random",
+    seed: int = 0,
+    steps: str | None = None,
+    log=print,
+) -> str:
     """Plays the missing pairings, fits the ratings, writes the table and plots; returns the table (markdown)."""
     all_steps = checkpoint_steps(run_dir)
     if steps:
@@ -77,17 +87,18 @@ def run_ladder(run_dir: str, *, games: int = 100, simulations: int | None = None
     baseline_players = [players_lib.make_player(spec, game) for spec in baselines]
     for p in baseline_players:
         if not isinstance(p, players_lib.JaxPlayer):
-            raise players_lib.PlayerSpecError(f"ladder baselines run on device; {p.name} is an engine "
-                                              f"(rate it with `az-jax eval`)")
+            raise players_lib.PlayerSpecError(
+                f"ladder baselines run on device; {p.name} is an engine (rate it with `az-jax eval`)"
+            )
         players[p.name] = p
     anchor_name = players_lib.make_player(anchor, game).name if anchor not in players else anchor
     if anchor_name not in players:
-        raise players_lib.PlayerSpecError(f"anchor {anchor!r} is not one of the ladder's players "
-                                          f"({', '.join(players)})")
+        raise players_lib.PlayerSpecError(
+            f"anchor {anchor!r} is not one of the ladder's players ({', '.join(players)})"
+        )
     opening_plies = get_game(game).opening_plies
     path = _matches_path(run_dir)
-    done = {(m["a"], m["b"], m["games"], m["simulations"], m["opening_plies"], m["seed"]): m
-            for m in read_jsonl(path)}
+    done = {(m["a"], m["b"], m["games"], m["simulations"], m["opening_plies"], m["seed"]): m for m in read_jsonl(path)}
     os.makedirs(os.path.dirname(path), exist_ok=True)
     todo = pairings(list(agents), [p.name for p in baseline_players])
     results = []
@@ -100,12 +111,23 @@ def run_ladder(run_dir: str, *, games: int = 100, simulations: int | None = None
             rng = jax.random.fold_in(jax.random.key(seed), index)
             played = match_lib.play_jax_match(game, players[a], players[b], rng, games, opening_plies=opening_plies)
             r = [g.result for g in played]
-            m = {"a": a, "b": b, "wins": sum(x > 0 for x in r), "draws": sum(x == 0 for x in r),
-                 "losses": sum(x < 0 for x in r), "games": games, "simulations": sims,
-                 "opening_plies": opening_plies, "seed": seed, "seconds": time.perf_counter() - t0}
+            m = {
+                "a": a,
+                "b": b,
+                "wins": sum(x > 0 for x in r),
+                "draws": sum(x == 0 for x in r),
+                "losses": sum(x < 0 for x in r),
+                "games": games,
+                "simulations": sims,
+                "opening_plies": opening_plies,
+                "seed": seed,
+                "seconds": time.perf_counter() - t0,
+            }
             append_jsonl(path, m)
-            log(f"[{index + 1}/{len(todo)}] {a} vs {b}: +{m['wins']} ={m['draws']} -{m['losses']} "
-                f"({m['seconds']:.0f} s)")
+            log(
+                f"[{index + 1}/{len(todo)}] {a} vs {b}: +{m['wins']} ={m['draws']} -{m['losses']} "
+                f"({m['seconds']:.0f} s)"
+            )
         results.append((a, b, m["wins"], m["draws"], m["losses"]))
     fit = elo.fit_elo(results, anchor=anchor_name)
     return write_outputs(run_dir, fit, agents, [p.name for p in baseline_players], sims)
@@ -118,17 +140,31 @@ def write_outputs(run_dir: str, fit: elo.EloFit, agents: dict, baselines: list[s
     for name in list(agents) + baselines:
         step = agents[name].step if name in agents else None
         low, high = fit.interval(name)
-        rows.append({"player": name, "step": step, "train_seconds": seconds.get(step) if step is not None else None,
-                     "elo": fit.rating(name), "elo_low": low, "elo_high": high,
-                     "games": int(fit.games[fit.players.index(name)])})
+        rows.append(
+            {
+                "player": name,
+                "step": step,
+                "train_seconds": seconds.get(step) if step is not None else None,
+                "elo": fit.rating(name),
+                "elo_low": low,
+                "elo_high": high,
+                "games": int(fit.games[fit.players.index(name)]),
+            }
+        )
     write_csv(os.path.join(out_dir, "ratings.csv"), rows)
-    lines = [f"Elo (anchor {fit.anchor} = {fit.anchor_rating:g}; checkpoints search {sims} simulations; "
-             f"{fit.confidence:.0%} intervals; virtual draws per pair {fit.prior_draws:g})", "",
-             "| player | step | training time | Elo | interval | games |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"Elo (anchor {fit.anchor} = {fit.anchor_rating:g}; checkpoints search {sims} simulations; "
+        f"{fit.confidence:.0%} intervals; virtual draws per pair {fit.prior_draws:g})",
+        "",
+        "| player | step | training time | Elo | interval | games |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         t = f"{r['train_seconds'] / 60:.1f} min" if r["train_seconds"] is not None else ""
-        lines.append(f"| {r['player']} | {r['step'] if r['step'] is not None else ''} | {t} | {r['elo']:.0f} | "
-                     f"[{r['elo_low']:.0f}, {r['elo_high']:.0f}] | {r['games']} |")
+        lines.append(
+            f"| {r['player']} | {r['step'] if r['step'] is not None else ''} | {t} | {r['elo']:.0f} | "
+            f"[{r['elo_low']:.0f}, {r['elo_high']:.0f}] | {r['games']} |"
+        )
     table = "\n".join(lines)
     with open(os.path.join(out_dir, "ratings.md"), "w") as f:
         f.write(table + "\n")
@@ -138,11 +174,15 @@ def write_outputs(run_dir: str, fit: elo.EloFit, agents: dict, baselines: list[s
 
 def plot(rows: list[dict], baselines: list[str], out_dir: str, title: str) -> None:
     import matplotlib  # local: slow to import, and only the plots need it
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     ckpts = [r for r in rows if r["step"] is not None]
-    for x_key, x_label, file, scale in (("step", "training iteration", "elo_vs_step.png", 1.0),
-                                        ("train_seconds", "training time (minutes)", "elo_vs_time.png", 60.0)):
+    for x_key, x_label, file, scale in (
+        ("step", "training iteration", "elo_vs_step.png", 1.0),
+        ("train_seconds", "training time (minutes)", "elo_vs_time.png", 60.0),
+    ):
         points = [r for r in ckpts if r[x_key] is not None]
         fig, ax = plt.subplots(figsize=(6, 4))
         xs = [r[x_key] / scale for r in points]

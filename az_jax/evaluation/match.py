@@ -7,6 +7,7 @@ jitted search on a batch of one, the engine sees every move through its protocol
 against pgx's legal moves, and an engine failure (crash, hang, illegal move, malformed reply) stops the match with an
 `EngineError` that names the game and ply — it is never counted as a result.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,16 +28,16 @@ from az_jax.files import append_jsonl
 from envs import make_env
 
 
-
 @dataclasses.dataclass(frozen=True)
 class GameResult:
     """One finished game, host side."""
-    actions: tuple[int, ...]      # pgx actions from the initial position
-    a_first: bool                 # player A made the first move
-    result: float                 # A's result: +1 win, 0 draw, −1 loss
-    resigned: bool = False        # ended by an engine's resignation
-    info: tuple = ()              # (key, value) pairs, e.g. an engine's own final score
-    first_player: int = 0         # pgx player id of the first mover (for replaying the record exactly)
+
+    actions: tuple[int, ...]  # pgx actions from the initial position
+    a_first: bool  # player A made the first move
+    result: float  # A's result: +1 win, 0 draw, −1 loss
+    resigned: bool = False  # ended by an engine's resignation
+    info: tuple = ()  # (key, value) pairs, e.g. an engine's own final score
+    first_player: int = 0  # pgx player id of the first mover (for replaying the record exactly)
 
     def first_mover_result(self) -> float:
         return self.result if self.a_first else -self.result
@@ -45,17 +46,17 @@ class GameResult:
 @dataclasses.dataclass(frozen=True)
 class MatchSummary:
     game: str
-    player: str                   # A
-    opponent: str                 # B
-    wins: int                     # A's
+    player: str  # A
+    opponent: str  # B
+    wins: int  # A's
     draws: int
     losses: int
-    elo: float                    # A minus B
-    elo_low: float                # 95% interval
+    elo: float  # A minus B
+    elo_low: float  # 95% interval
     elo_high: float
     opening_plies: int
     seconds: float
-    extra: tuple = ()             # (key, value) pairs
+    extra: tuple = ()  # (key, value) pairs
 
     @property
     def games(self) -> int:
@@ -72,29 +73,35 @@ class MatchSummary:
         return d
 
     def line(self) -> str:
-        text = (f"{self.player} vs {self.opponent} ({self.game}, {self.games} games): +{self.wins} ={self.draws} "
-                f"-{self.losses}, score {self.score:.3f}, Elo {self.elo:+.0f} [{self.elo_low:+.0f}, "
-                f"{self.elo_high:+.0f}]")
+        text = (
+            f"{self.player} vs {self.opponent} ({self.game}, {self.games} games): +{self.wins} ={self.draws} "
+            f"-{self.losses}, score {self.score:.3f}, Elo {self.elo:+.0f} [{self.elo_low:+.0f}, "
+            f"{self.elo_high:+.0f}]"
+        )
         extra = dict(self.extra)
         if extra.get("score_compared"):
-            text += (f"; engine's final_score names pgx's winner in {extra['score_agreed']}/"
-                     f"{extra['score_compared']} scored games")
+            text += (
+                f"; engine's final_score names pgx's winner in {extra['score_agreed']}/"
+                f"{extra['score_compared']} scored games"
+            )
         if extra.get("resigned"):
             text += f"; {extra['resigned']} ended by resignation"
         return text
 
 
-def summarize(game: str, a: str, b: str, results: np.ndarray, opening_plies: int, seconds: float,
-              extra: dict | None = None) -> MatchSummary:
+def summarize(
+    game: str, a: str, b: str, results: np.ndarray, opening_plies: int, seconds: float, extra: dict | None = None
+) -> MatchSummary:
     results = np.asarray(results)
     wins, draws, losses = int((results > 0).sum()), int((results == 0).sum()), int((results < 0).sum())
     diff, (low, high) = elo.elo_difference(wins, draws, losses)
-    return MatchSummary(game, a, b, wins, draws, losses, diff, low, high, opening_plies, seconds,
-                        tuple(sorted((extra or {}).items())))
+    return MatchSummary(
+        game, a, b, wins, draws, losses, diff, low, high, opening_plies, seconds, tuple(sorted((extra or {}).items()))
+    )
 
 
 # --- JAX vs JAX, batched on device -------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled_match(game: str, apply_a, apply_b, chunk: int, devices: tuple, opening_plies: int):
     """The sharded program of `chunk` games split over `devices` (az_jax/devices.py); cached so that a ladder compiles
     once per pairing of player kinds, not once per checkpoint."""
@@ -104,18 +111,35 @@ def _compiled_match(game: str, apply_a, apply_b, chunk: int, devices: tuple, ope
     def local(variables_a, variables_b, key, start):
         a = functools.partial(apply_a, variables_a)
         b = functools.partial(apply_b, variables_b)
-        return arena.play_games(env, a, b, device_key(key), local_games, spec.max_length,
-                                first_game=start + first_index(local_games), opening_plies=opening_plies)
+        return arena.play_games(
+            env,
+            a,
+            b,
+            device_key(key),
+            local_games,
+            spec.max_length,
+            first_game=start + first_index(local_games),
+            opening_plies=opening_plies,
+        )
 
     return sharded(local, make_mesh(devices), (P(), P(), P(), P()), P(DEVICE_AXIS))
 
 
-def play_jax_match(game: str, a: JaxPlayer, b: JaxPlayer, rng_key: jax.Array, num_games: int, *,
-                   opening_plies: int = 0, batch_size: int | None = None, devices=None) -> list[GameResult]:
+def play_jax_match(
+    game: str,
+    a: JaxPlayer,
+    b: JaxPlayer,
+    rng_key: jax.Array,
+    num_games: int,
+    *,
+    opening_plies: int = 0,
+    batch_size: int | None = None,
+    devices=None,
+) -> list[GameResult]:
     """`num_games` games, split over `devices` (default: all) in chunks of at most `batch_size` games."""
     devices = tuple(devices or jax.devices())
     chunk = min(batch_size or num_games, num_games)
-    chunk = -(-chunk // len(devices)) * len(devices)                    # a multiple of the devices
+    chunk = -(-chunk // len(devices)) * len(devices)  # a multiple of the devices
     run = _compiled_match(game, a.apply, b.apply, chunk, devices, opening_plies)
     replicated = jax.sharding.NamedSharding(make_mesh(devices), P())
     variables_a, variables_b = jax.device_put((a.variables, b.variables), replicated)  # weights on every device
@@ -124,13 +148,19 @@ def play_jax_match(game: str, a: JaxPlayer, b: JaxPlayer, rng_key: jax.Array, nu
         games = jax.device_get(run(variables_a, variables_b, jax.random.fold_in(rng_key, index), jnp.int32(start)))
         for i in range(min(chunk, num_games - start)):
             length = int(games.lengths[i])
-            out.append(GameResult(tuple(int(x) for x in games.actions[i, :length]), bool(games.a_first[i]),
-                                  float(games.results[i]), first_player=int(games.first_player[i])))
+            out.append(
+                GameResult(
+                    tuple(int(x) for x in games.actions[i, :length]),
+                    bool(games.a_first[i]),
+                    float(games.results[i]),
+                    first_player=int(games.first_player[i]),
+                )
+            )
     return out
 
 
 # --- with an engine, one game at a time on the host --------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled_single(apply):
     return jax.jit(lambda v, s, k: apply(v, jax.tree.map(lambda x: x[None], s), k)[0])
 
@@ -140,8 +170,9 @@ def _host_fn(player: JaxPlayer):
     return lambda state, key: int(fn(player.variables, state, key))
 
 
-def play_host_match(game: str, a: Player, b: Player, rng_key: jax.Array, num_games: int, *, opening_plies: int = 0,
-                    on_game=None) -> list[GameResult]:
+def play_host_match(
+    game: str, a: Player, b: Player, rng_key: jax.Array, num_games: int, *, opening_plies: int = 0, on_game=None
+) -> list[GameResult]:
     """Games one by one; `on_game(index, GameResult)` is called after each. Raises EngineError on an engine failure."""
     env, spec = make_env(game)
     init, step = jax.jit(env.init), jax.jit(env.step)
@@ -159,8 +190,9 @@ def play_host_match(game: str, a: Player, b: Player, rng_key: jax.Array, num_gam
             a_first = g % 2 == 0
             first_player = int(state.current_player)
             a_id = first_player if a_first else 1 - first_player
-            opening_rng = np.random.default_rng([int(jax.random.randint(jax.random.fold_in(rng_key, 10**9), (), 0,
-                                                                        2**31 - 1)), g // 2])
+            opening_rng = np.random.default_rng(
+                [int(jax.random.randint(jax.random.fold_in(rng_key, 10**9), (), 0, 2**31 - 1)), g // 2]
+            )
             for s in sessions:
                 if s is not None:
                     s.new_game(state)
@@ -183,8 +215,9 @@ def play_host_match(game: str, a: Player, b: Player, rng_key: jax.Array, num_gam
                         result, resigned = (1.0 if mover == 1 else -1.0), True
                         break
                     if not 0 <= action < legal.shape[0] or not legal[action]:
-                        raise EngineError(f"{players[mover].name}, game {g + 1} ply {ply + 1}: illegal move "
-                                          f"(pgx action {action})")
+                        raise EngineError(
+                            f"{players[mover].name}, game {g + 1} ply {ply + 1}: illegal move (pgx action {action})"
+                        )
                 for i, s in enumerate(sessions):
                     if s is not None:
                         try:
@@ -199,8 +232,9 @@ def play_host_match(game: str, a: Player, b: Player, rng_key: jax.Array, num_gam
                 for i, s in enumerate(sessions):
                     if s is not None:
                         info.update({f"{k}": v for k, v in s.final_info(state).items()})
-            game_result = GameResult(tuple(actions), a_first, result, resigned, tuple(sorted(info.items())),
-                                     first_player)
+            game_result = GameResult(
+                tuple(actions), a_first, result, resigned, tuple(sorted(info.items())), first_player
+            )
             out.append(game_result)
             if on_game is not None:
                 on_game(g, game_result)
@@ -211,8 +245,17 @@ def play_host_match(game: str, a: Player, b: Player, rng_key: jax.Array, num_gam
     return out
 
 
-def play(game: str, a: Player, b: Player, rng_key: jax.Array, num_games: int, *, opening_plies: int = 0,
-         batch_size: int | None = None, on_game=None) -> list[GameResult]:
+def play(
+    game: str,
+    a: Player,
+    b: Player,
+    rng_key: jax.Array,
+    num_games: int,
+    *,
+    opening_plies: int = 0,
+    batch_size: int | None = None,
+    on_game=None,
+) -> list[GameResult]:
     """Batched on device for two JAX players, one game at a time on the host otherwise."""
     if isinstance(a, JaxPlayer) and isinstance(b, JaxPlayer):
         return play_jax_match(game, a, b, rng_key, num_games, opening_plies=opening_plies, batch_size=batch_size)
@@ -227,11 +270,16 @@ def engine_score_agreement(games: list[GameResult]) -> dict:
         if "engine_margin_black" in info and "pgx_margin_black" in info:
             compared += 1
             agree += int(np.sign(info["engine_margin_black"]) == np.sign(info["pgx_margin_black"]))
-    return {"score_agreement": agree / compared if compared else None, "score_compared": compared,
-            "score_agreed": agree, "resigned": sum(g.resigned for g in games)}
+    return {
+        "score_agreement": agree / compared if compared else None,
+        "score_compared": compared,
+        "score_agreed": agree,
+        "resigned": sum(g.resigned for g in games),
+    }
 
 
 def append_result(path: str, summary: MatchSummary, **fields) -> None:
     """Appends one JSON line (never rewrites earlier lines)."""
-    append_jsonl(path, {"time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                        **summary.to_json(), **fields})
+    append_jsonl(
+        path, {"time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), **summary.to_json(), **fields}
+    )

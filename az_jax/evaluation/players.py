@@ -16,6 +16,7 @@
 JAX players (`JaxPlayer`) are pure batched functions `(states [B, ...], key) -> actions [B]` that run on device;
 engine players (`EnginePlayer`) open an external process per match and play through `EngineSession`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,7 +25,8 @@ import math
 import os
 import re
 import shlex
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import chess
 import jax.numpy as jnp
@@ -50,11 +52,12 @@ class PlayerSpecError(ValueError):
 class JaxPlayer:
     """`apply(variables, states [B, ...], key) -> actions [B]`, pure and jittable. The weights are an argument, not a
     constant, so every checkpoint of a run shares one compiled match (`apply` is cached per config and budget)."""
+
     name: str
     apply: Callable
-    variables: object = None      # the pytree `apply` takes (None for players without weights)
-    step: int | None = None       # training iteration of the weights (run players)
-    simulations: int = 0          # search simulations per move (0: no search)
+    variables: object = None  # the pytree `apply` takes (None for players without weights)
+    step: int | None = None  # training iteration of the weights (run players)
+    simulations: int = 0  # search simulations per move (0: no search)
 
     @property
     def fn(self) -> arena.PlayerFn:
@@ -64,10 +67,11 @@ class JaxPlayer:
 
 class EngineSession(Protocol):
     """One external engine process, alive for a match. States are unbatched pgx states."""
+
     def new_game(self, state) -> None: ...
-    def observe(self, state, action: int, own: bool) -> None: ...   # every move played (own: this engine's)
-    def genmove(self, state) -> int: ...                            # a pgx action, or RESIGN
-    def final_info(self, state) -> dict: ...                        # e.g. the engine's own score of the end
+    def observe(self, state, action: int, own: bool) -> None: ...  # every move played (own: this engine's)
+    def genmove(self, state) -> int: ...  # a pgx action, or RESIGN
+    def final_info(self, state) -> dict: ...  # e.g. the engine's own score of the end
     def close(self) -> None: ...
 
 
@@ -150,12 +154,14 @@ def make_player(spec: str, game: str, *, default_simulations: int | None = None)
         return gtp_player(command, game, name=f"gnugo{level}")
     if kind == "gtp":
         if not rest.strip():
-            raise PlayerSpecError(f"{spec!r}: give the engine's command line, e.g. gtp:\"gnugo --mode gtp\"")
+            raise PlayerSpecError(f'{spec!r}: give the engine\'s command line, e.g. gtp:"gnugo --mode gtp"')
         return gtp_player(shlex.split(rest), game)
     if kind == "uci":
         return uci_player(rest, game, spec)
-    raise PlayerSpecError(f"unknown player {spec!r}; use random, mcts:sims=N, run:DIR[@STEP][:sims=N], "
-                          f"gnugo[:level=N], gtp:COMMAND or uci:COMMAND[:OPTIONS]")
+    raise PlayerSpecError(
+        f"unknown player {spec!r}; use random, mcts:sims=N, run:DIR[@STEP][:sims=N], "
+        f"gnugo[:level=N], gtp:COMMAND or uci:COMMAND[:OPTIONS]"
+    )
 
 
 def _random_apply(variables, states, key):
@@ -163,15 +169,16 @@ def _random_apply(variables, states, key):
     return arena.uniform_random_player(states, key)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mcts_apply(game: str, sims: int, c: float, rollouts: int) -> Callable:
-    fn = rollout_mcts.rollout_mcts_player(make_env(game)[0], num_simulations=sims, c=c, rollouts=rollouts,
-                                          max_length=get_game(game).max_length)
+    fn = rollout_mcts.rollout_mcts_player(
+        make_env(game)[0], num_simulations=sims, c=c, rollouts=rollouts, max_length=get_game(game).max_length
+    )
     return lambda variables, states, key: fn(states, key)
 
 
 # --- network players ---------------------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def network_apply(config, simulations: int) -> Callable:
     """`apply(variables, states, key)` of a network of `config`: greedy by visits after `simulations` simulations
     without noise (az_jax/agent.py), or for 0 the most probable legal move of the raw policy (no search). Cached, so
@@ -191,12 +198,23 @@ def agent_player(agent, simulations: int | None = None, name: str | None = None)
     """A JaxPlayer from a loaded Agent: search with `simulations` (None: the run's eval setting; 0: raw policy)."""
     sims = agent.default_simulations if simulations is None else simulations
     label = name or f"{agent.config.game}@{agent.step}"
-    return JaxPlayer(f"{label}:{'policy' if sims == 0 else f'sims{sims}'}", network_apply(agent.config, sims),
-                     agent.variables, step=agent.step, simulations=sims)
+    return JaxPlayer(
+        f"{label}:{'policy' if sims == 0 else f'sims{sims}'}",
+        network_apply(agent.config, sims),
+        agent.variables,
+        step=agent.step,
+        simulations=sims,
+    )
 
 
-def run_player(path: str, *, step: int | None = None, simulations: int | None = None, game: str | None = None,
-               name: str | None = None) -> JaxPlayer:
+def run_player(
+    path: str,
+    *,
+    step: int | None = None,
+    simulations: int | None = None,
+    game: str | None = None,
+    name: str | None = None,
+) -> JaxPlayer:
     agent = load_agent(path, step=step)
     if game is not None and agent.config.game != game:
         raise PlayerSpecError(f"{path} is a {agent.config.game} run, not {game}")
@@ -234,8 +252,11 @@ class GTPSession:
 
     def final_info(self, state) -> dict:
         text = self.engine.final_score()
-        return {"engine_final_score": text, "engine_margin_black": go.parse_score(text),
-                "pgx_margin_black": records.go_margin(self.game, state)}
+        return {
+            "engine_final_score": text,
+            "engine_margin_black": go.parse_score(text),
+            "pgx_margin_black": records.go_margin(self.game, state),
+        }
 
     def close(self) -> None:
         self.engine.close()
@@ -291,12 +312,16 @@ def uci_player(rest: str, game: str, spec: str) -> EnginePlayer:
     uci_options = strength_options(skill_level=skill, elo=elo)
     uci_options["Threads"] = _number(options, "threads", int, 1, spec, low=1)
     uci_options["Hash"] = _number(options, "hash", int, 16, spec, low=1)
-    limits = {"nodes": _number(options, "nodes", int, None, spec, low=1),
-              "time": _number(options, "movetime", float, None, spec, low=0.0),
-              "depth": _number(options, "depth", int, None, spec, low=1)}
+    limits = {
+        "nodes": _number(options, "nodes", int, None, spec, low=1),
+        "time": _number(options, "movetime", float, None, spec, low=0.0),
+        "depth": _number(options, "depth", int, None, spec, low=1),
+    }
     _no_more(options, spec, "skill, elo, nodes, movetime, depth, threads, hash")
     limits = {k: v for k, v in limits.items() if v is not None} or {"time": 0.05}
-    label = re.sub(r"[^A-Za-z0-9]+", "_", command[0].split("/")[-1]) + "".join(
-        f"_{k}{v}" for k, v in (("skill", skill), ("elo", elo)) if v is not None) + "".join(
-        f"_{k}{v:g}" for k, v in limits.items())
+    label = (
+        re.sub(r"[^A-Za-z0-9]+", "_", command[0].split("/")[-1])
+        + "".join(f"_{k}{v}" for k, v in (("skill", skill), ("elo", elo)) if v is not None)
+        + "".join(f"_{k}{v:g}" for k, v in limits.items())
+    )
     return EnginePlayer(label, lambda: UCISession(command, uci_options, limits))

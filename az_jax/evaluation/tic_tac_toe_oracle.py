@@ -8,6 +8,7 @@ in plain Python, when first asked for: 5,478 reachable positions, 4,520 of them 
 `check(player, key)` plays a player's move in each of the 4,520 positions (all of them in one batch) and
 says in which it kept the value: the exhaustive check that a tic-tac-toe agent is perfect, not a sampled match.
 """
+
 import functools
 from typing import NamedTuple
 
@@ -19,8 +20,8 @@ import pgx
 from az_jax.evaluation import positions as positions_lib
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
-NUM_REACHABLE = 5478      # positions reachable from the empty board, terminal ones included
-NUM_NON_TERMINAL = 4520   # of those, positions with a move to make
+NUM_REACHABLE = 5478  # positions reachable from the empty board, terminal ones included
+NUM_NON_TERMINAL = 4520  # of those, positions with a move to make
 
 
 def winner(board: tuple) -> int:
@@ -35,7 +36,7 @@ def mover(board: tuple) -> int:
     return 0 if board.count(0) == board.count(1) else 1
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def value(board: tuple) -> int:
     """Minimax value for the player to move."""
     if winner(board) >= 0:
@@ -47,7 +48,7 @@ def value(board: tuple) -> int:
 
 
 def play(board: tuple, cell: int) -> tuple:
-    return board[:cell] + (mover(board),) + board[cell + 1:]
+    return board[:cell] + (mover(board),) + board[cell + 1 :]
 
 
 def is_terminal(board: tuple) -> bool:
@@ -63,13 +64,14 @@ def optimal_moves(board: tuple) -> np.ndarray:
 
 class Positions(NamedTuple):
     """Every reachable non-terminal position, in depth-first order from the empty board. Arrays [P, ...], P = 4,520."""
-    boards: np.ndarray    # [P, 9] int pgx boards
-    moves: np.ndarray     # [P, 8] int a move sequence from the empty board that reaches it, −1 padded
-    optimal: np.ndarray   # [P, 9] bool the moves that keep its minimax value
-    value: np.ndarray     # [P] int its minimax value for the mover
+
+    boards: np.ndarray  # [P, 9] int pgx boards
+    moves: np.ndarray  # [P, 8] int a move sequence from the empty board that reaches it, −1 padded
+    optimal: np.ndarray  # [P, 9] bool the moves that keep its minimax value
+    value: np.ndarray  # [P] int its minimax value for the mover
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def positions() -> Positions:
     seen: dict[tuple, tuple] = {}
     stack = [((-1,) * 9, ())]
@@ -82,35 +84,37 @@ def positions() -> Positions:
     boards = list(seen)
     moves = np.full((len(boards), 8), -1, np.int32)
     for k, board in enumerate(boards):
-        moves[k, :len(seen[board])] = seen[board]
-    return Positions(boards=np.array(boards, np.int32), moves=moves,
-                     optimal=np.stack([optimal_moves(b) for b in boards]),
-                     value=np.array([value(b) for b in boards], np.int32))
+        moves[k, : len(seen[board])] = seen[board]
+    return Positions(
+        boards=np.array(boards, np.int32),
+        moves=moves,
+        optimal=np.stack([optimal_moves(b) for b in boards]),
+        value=np.array([value(b) for b in boards], np.int32),
+    )
 
 
 # The optimal-move table indexed by a board's base-3 code, for use inside jitted code (perfect_player).
 _POWERS = 3 ** np.arange(9)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _table() -> np.ndarray:
     """[3^9, 9] bool: the optimal moves of every reachable non-terminal board code (False elsewhere)."""
     solved = positions()
-    table = np.zeros((3 ** 9, 9), bool)
+    table = np.zeros((3**9, 9), bool)
     table[(solved.boards + 1) @ _POWERS] = solved.optimal
     return table
 
 
 def perfect_player(state: pgx.State, rng_key: jax.Array) -> jax.Array:
     """Uniformly random among the minimax-optimal moves; an arena player. state: batched pgx tic_tac_toe State [B]."""
-    codes = jnp.sum((state._x.board + 1) * jnp.asarray(_POWERS), axis=-1)                 # [B]
-    best = jnp.asarray(_table())[codes] & state.legal_action_mask                          # [B, 9]
-    best = jnp.where(best.any(-1, keepdims=True), best, state.legal_action_mask)           # terminal rows: any legal
+    codes = jnp.sum((state._x.board + 1) * jnp.asarray(_POWERS), axis=-1)  # [B]
+    best = jnp.asarray(_table())[codes] & state.legal_action_mask  # [B, 9]
+    best = jnp.where(best.any(-1, keepdims=True), best, state.legal_action_mask)  # terminal rows: any legal
     return jax.random.categorical(rng_key, jnp.where(best, 0.0, -jnp.inf))
 
 
 def check(player, rng_key: jax.Array) -> positions_lib.Result:
     """Runs `player` (states [P, ...], key) -> actions [P] once on all 4,520 positions; the key is consumed."""
     solved = positions()
-    return positions_lib.evaluate(player, pgx.make("tic_tac_toe"), solved.moves, solved.optimal, solved.value,
-                                  rng_key)
+    return positions_lib.evaluate(player, pgx.make("tic_tac_toe"), solved.moves, solved.optimal, solved.value, rng_key)

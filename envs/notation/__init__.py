@@ -37,6 +37,7 @@ connect_four, othello, hex), `go`, `chess_moves` (chess, gardner_chess, and pgx 
 Errors: `parse_move` raises ValueError with a one-line message for malformed text (naming the expected notation) and
 for well-formed but illegal moves (listing some legal ones).
 """
+
 from __future__ import annotations
 
 import jax
@@ -46,8 +47,16 @@ from envs.notation import chess_moves, go, grid, shogi
 from envs.notation.base import Notation
 from envs.state import is_over
 
-__all__ = ["NOTATION_GAMES", "format_move", "legal_moves", "notation_help", "parse_move", "player_names", "render",
-           "side_to_move"]
+__all__ = [
+    "NOTATION_GAMES",
+    "format_move",
+    "legal_moves",
+    "notation_help",
+    "parse_move",
+    "player_names",
+    "render",
+    "side_to_move",
+]
 
 _MAX_LISTED = 24  # legal moves quoted in an "illegal move" message
 
@@ -71,8 +80,9 @@ def _host(state):
     """A numpy copy of one unbatched pgx state (idempotent on host states)."""
     state = jax.device_get(state)
     if np.ndim(state.legal_action_mask) != 1:
-        raise ValueError(f"expected one unbatched state, got legal_action_mask of shape "
-                         f"{np.shape(state.legal_action_mask)}")
+        raise ValueError(
+            f"expected one unbatched state, got legal_action_mask of shape {np.shape(state.legal_action_mask)}"
+        )
     return state
 
 
@@ -105,7 +115,7 @@ def render(game: str, state) -> str:
     s = _host(state)
     me = n.side(s)
     if is_over(s):
-        r = float(np.asarray(s.rewards)[int(s.current_player)])     # for the colour that would move next
+        r = float(np.asarray(s.rewards)[int(s.current_player)])  # for the colour that would move next
         status = "game over: " + ("draw" if r == 0 else f"{n.colors[me if r > 0 else 1 - me]} wins")
     else:
         status = f"{n.colors[me]} to move"
@@ -159,6 +169,6 @@ def parse_move(game: str, state, text: str) -> int:
     moves = legal_moves(game, s)
     if canon in moves:
         return moves[canon]
-    if game in ("chess", "gardner_chess") and canon + "q" in moves:    # "e7e8" = queen promotion
+    if game in ("chess", "gardner_chess") and canon + "q" in moves:  # "e7e8" = queen promotion
         return moves[canon + "q"]
     raise _illegal(raw, moves)

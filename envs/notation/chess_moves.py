@@ -22,21 +22,35 @@ Conversions take a `chess.Board` for the side to move and for the piece on the f
 from a pgx state with pgx's own FEN writer (repetition history is not carried; it does not affect
 move legality).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
 import re
+from collections.abc import Callable
 from string import ascii_lowercase
-from typing import Any, Callable
+from typing import Any
 
 import chess
 import numpy as np
 
 from envs.notation.base import Notation
 
-__all__ = ["CHESS", "FROM_PLANE", "GARDNER_CHESS", "NUM_ACTIONS", "TO_PLANE", "action_to_move", "action_to_uci",
-           "legal_action_set", "move_to_action", "pgx_state_to_board", "to_fen", "uci_to_action"]
+__all__ = [
+    "CHESS",
+    "FROM_PLANE",
+    "GARDNER_CHESS",
+    "NUM_ACTIONS",
+    "TO_PLANE",
+    "action_to_move",
+    "action_to_uci",
+    "legal_action_set",
+    "move_to_action",
+    "pgx_state_to_board",
+    "to_fen",
+    "uci_to_action",
+]
 
 NUM_ACTIONS = 64 * 73  # 4,672
 
@@ -134,6 +148,7 @@ def legal_action_set(board: chess.Board) -> frozenset[int]:
 def to_fen(state) -> str:
     """FEN of a pgx chess state (unbatched), by pgx's own writer."""
     from pgx.experimental.chess import to_fen as pgx_to_fen  # local: builds jax arrays at import (starts JAX)
+
     return pgx_to_fen(state)
 
 
@@ -150,7 +165,8 @@ def pgx_state_to_board(state: Any) -> chess.Board:
 @functools.cache
 def _gardner_to_map() -> np.ndarray:
     from pgx._src.gardner_chess_utils import TO_MAP  # local: private to pgx, and builds jax arrays at import
-    return np.asarray(TO_MAP)          # [25, 49] -> to-square, -1 off board
+
+    return np.asarray(TO_MAP)  # [25, 49] -> to-square, -1 off board
 
 
 def _piece(v: int) -> str:
@@ -177,7 +193,7 @@ class _ChessLike:
 
     def render(self, s) -> str:
         board = self.absolute(s)
-        header = "   " + " ".join(ascii_lowercase[:self.size])
+        header = "   " + " ".join(ascii_lowercase[: self.size])
         lines = [header]
         for r in range(self.size - 1, -1, -1):
             lines.append(f"{r + 1}  " + " ".join(_piece(v) for v in board[:, r]) + f"  {r + 1}")
@@ -208,10 +224,22 @@ _CHESS = _ChessLike(8, 73, lambda: FROM_PLANE, lambda s: (s._x.board, int(s._x.c
 _GARDNER = _ChessLike(5, 49, _gardner_to_map, lambda s: (s._board, int(s._turn)))
 
 CHESS = Notation(
-    lambda s: _CHESS.render(s) + "\nFEN: " + to_fen(s), _CHESS.format, lambda s: int(s._x.color), ("White", "Black"),
-    re.compile(r"[a-h][1-8][a-h][1-8][qrbn]?", re.I), str.lower,
-    "UCI long algebraic: from and to squares like e2e4, castling e1g1, promotion e7e8q", cell=_CHESS.cell)
+    lambda s: _CHESS.render(s) + "\nFEN: " + to_fen(s),
+    _CHESS.format,
+    lambda s: int(s._x.color),
+    ("White", "Black"),
+    re.compile(r"[a-h][1-8][a-h][1-8][qrbn]?", re.I),
+    str.lower,
+    "UCI long algebraic: from and to squares like e2e4, castling e1g1, promotion e7e8q",
+    cell=_CHESS.cell,
+)
 GARDNER_CHESS = Notation(
-    _GARDNER.render, _GARDNER.format, lambda s: int(s._turn), ("White", "Black"),
-    re.compile(r"[a-e][1-5][a-e][1-5][qrbn]?", re.I), str.lower,
-    "UCI style on the 5x5 board: from and to squares like a2a3 (a1-e5), promotion b4b5q", cell=_GARDNER.cell)
+    _GARDNER.render,
+    _GARDNER.format,
+    lambda s: int(s._turn),
+    ("White", "Black"),
+    re.compile(r"[a-e][1-5][a-e][1-5][qrbn]?", re.I),
+    str.lower,
+    "UCI style on the 5x5 board: from and to squares like a2a3 (a1-e5), promotion b4b5q",
+    cell=_GARDNER.cell,
+)

@@ -22,10 +22,11 @@ games into GNU Go (tests/test_engines.py) proves the mapping is a consistent bij
 preserves adjacency, captures and ko, while the orientation (which pgx row is GTP row N) is pinned
 by pgx's SGF reader and drawer as cited above.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -142,7 +143,7 @@ def _render(s) -> str:
     header = "    " + " ".join(GTP_COLUMNS[:n])
     lines = [header]
     for r in range(n):
-        cells = [stone(v) for v in board[r * n:(r + 1) * n]]
+        cells = [stone(v) for v in board[r * n : (r + 1) * n]]
         lines.append(f"{n - r:>2}  " + " ".join(cells) + f"  {n - r}")
     lines.append(header)
     captured = np.asarray(s._x.num_captured)
@@ -167,11 +168,12 @@ def _cell(s, square: str) -> str:
 
 
 def _notation(syntax: str, help: str) -> Notation:
-    return Notation(_render, _format, _side, ("X (Black)", "O (White)"), re.compile(syntax, re.I), _canonical, help,
-                    _action, _cell)
+    return Notation(
+        _render, _format, _side, ("X (Black)", "O (White)"), re.compile(syntax, re.I), _canonical, help, _action, _cell
+    )
 
 
-GO_9X9 = _notation(r"[a-hj][1-9]|pass",
-                   "a point like E5 (columns A-J without I, rows 1-9 from the bottom), or pass")
-GO_19X19 = _notation(r"[a-hj-t](?:1[0-9]|[1-9])|pass",
-                     "a point like D4 (columns A-T without I, rows 1-19 from the bottom), or pass")
+GO_9X9 = _notation(r"[a-hj][1-9]|pass", "a point like E5 (columns A-J without I, rows 1-9 from the bottom), or pass")
+GO_19X19 = _notation(
+    r"[a-hj-t](?:1[0-9]|[1-9])|pass", "a point like D4 (columns A-T without I, rows 1-19 from the bottom), or pass"
+)

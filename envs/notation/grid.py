@@ -1,10 +1,11 @@
 """Notation of the games where a move puts a piece on one cell of a grid: tic_tac_toe, connect_four, othello, hex
 (envs/notation/__init__.py documents each notation and the pgx layout it is read from)."""
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from string import ascii_lowercase
-from typing import Callable
 
 import numpy as np
 
@@ -21,6 +22,7 @@ def number_action(s, t: str) -> int:
 def board_action(width: Callable, special: str) -> Callable:
     """Direct parser of "<column letter><row number>" cells (cell = (row - 1) * width + column) plus one special word
     (the action after the last cell)."""
+
     def parse(s, t: str) -> int:
         n = width(s)
         if t == special:
@@ -29,6 +31,7 @@ def board_action(width: Callable, special: str) -> Callable:
         if not (col < n and 0 <= row < n):
             raise ValueError(f"{t!r} is off the {n}x{n} board")
         return row * n + col
+
     return parse
 
 
@@ -39,7 +42,7 @@ def board_action(width: Callable, special: str) -> Callable:
 def _ttt_render(s) -> str:
     board = np.asarray(s._x.board)
     cells = [str(i + 1) if board[i] < 0 else "XO"[board[i]] for i in range(9)]
-    rows = [" " + " | ".join(cells[r * 3:r * 3 + 3]) for r in range(3)]
+    rows = [" " + " | ".join(cells[r * 3 : r * 3 + 3]) for r in range(3)]
     return "\n---+---+---\n".join(rows)
 
 
@@ -59,8 +62,16 @@ def _ttt_cell(s, square: str) -> str:
 
 
 TIC_TAC_TOE = Notation(
-    _ttt_render, _ttt_format, _ttt_side, FIRST_SECOND, re.compile(r"[1-9]"), str,
-    "a cell number 1-9, counted row by row from the top-left (5 = centre)", number_action, _ttt_cell)
+    _ttt_render,
+    _ttt_format,
+    _ttt_side,
+    FIRST_SECOND,
+    re.compile(r"[1-9]"),
+    str,
+    "a cell number 1-9, counted row by row from the top-left (5 = centre)",
+    number_action,
+    _ttt_cell,
+)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -81,8 +92,15 @@ def _c4_format(s, a: int) -> str:
 
 
 CONNECT_FOUR = Notation(
-    _c4_render, _c4_format, lambda s: int(s._x.color), FIRST_SECOND, re.compile(r"[1-7]"), str,
-    "a column number 1-7, counted from the left", number_action)
+    _c4_render,
+    _c4_format,
+    lambda s: int(s._x.color),
+    FIRST_SECOND,
+    re.compile(r"[1-7]"),
+    str,
+    "a column number 1-7, counted from the left",
+    number_action,
+)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -91,7 +109,7 @@ CONNECT_FOUR = Notation(
 
 def _othello_abs(s) -> np.ndarray:
     board = np.asarray(s._x.board)
-    return board if int(s._x.turn) == 0 else -board    # +1 Black (first player), -1 White
+    return board if int(s._x.turn) == 0 else -board  # +1 Black (first player), -1 White
 
 
 def _othello_render(s) -> str:
@@ -121,10 +139,16 @@ def _othello_format(s, a: int) -> str:
 _othello_action = board_action(lambda s: 8, "pass")
 
 OTHELLO = Notation(
-    _othello_render, _othello_format, lambda s: int(s._x.turn), ("X (Black)", "O (White)"),
-    re.compile(r"[a-h][1-8]|pass", re.I), str.lower,
+    _othello_render,
+    _othello_format,
+    lambda s: int(s._x.turn),
+    ("X (Black)", "O (White)"),
+    re.compile(r"[a-h][1-8]|pass", re.I),
+    str.lower,
     "a square like d3 (files a-h from the left, ranks 1-8 from the bottom), or pass when you cannot move",
-    _othello_action, lambda s, square: stone(_othello_abs(s)[_othello_action(s, square.lower())]))
+    _othello_action,
+    lambda s, square: stone(_othello_abs(s)[_othello_action(s, square.lower())]),
+)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -141,16 +165,16 @@ def _hex_side(s) -> int:
 
 def _hex_abs(s) -> np.ndarray:
     board = np.asarray(s._x.board)
-    return board if _hex_side(s) == 0 else -board    # +: first player (X), -: second (O)
+    return board if _hex_side(s) == 0 else -board  # +: first player (X), -: second (O)
 
 
 def _hex_render(s) -> str:
     n = _hex_size(s)
     board = _hex_abs(s)
     header = " ".join(ascii_lowercase[:n])
-    lines = ["   " + header]                                   # cell (r, c) is drawn at column 3 + r + 2c
+    lines = ["   " + header]  # cell (r, c) is drawn at column 3 + r + 2c
     for r in range(n):
-        cells = [stone(v) for v in board[r * n:(r + 1) * n]]
+        cells = [stone(v) for v in board[r * n : (r + 1) * n]]
         lines.append(f"{r + 1:>2} " + " " * r + " ".join(cells) + f" {r + 1}")
     lines.append(" " * (n + 3) + header)
     lines.append("X connects the top and bottom rows, O the left and right columns")
@@ -169,6 +193,13 @@ def _hex_format(s, a: int) -> str:
 _hex_action = board_action(_hex_size, "swap")
 
 HEX = Notation(
-    _hex_render, _hex_format, _hex_side, FIRST_SECOND, re.compile(r"[a-k](?:1[01]|[1-9])|swap", re.I), str.lower,
+    _hex_render,
+    _hex_format,
+    _hex_side,
+    FIRST_SECOND,
+    re.compile(r"[a-k](?:1[01]|[1-9])|swap", re.I),
+    str.lower,
     "a cell like f6 (columns a-k from the left, rows 1-11 from the top), or swap on the second move",
-    _hex_action, lambda s, square: stone(_hex_abs(s)[_hex_action(s, square.lower())]))
+    _hex_action,
+    lambda s, square: stone(_hex_abs(s)[_hex_action(s, square.lower())]),
+)

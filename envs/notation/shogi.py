@@ -1,5 +1,6 @@
 """Notation of the shogi family: shogi in USI, animal_shogi in our own notation (envs/notation/__init__.py documents
 both and the pgx layouts they are read from)."""
+
 from __future__ import annotations
 
 import functools
@@ -14,7 +15,7 @@ from envs.notation.base import Notation
 # White; pieces 0..13 the mover's (P L N S B R G K +P +L +N +S +B +R), 14..27 the opponent's, -1 empty.
 
 _SHOGI_PIECES = ["P", "L", "N", "S", "B", "R", "G", "K", "+P", "+L", "+N", "+S", "+B", "+R"]
-_SHOGI_HAND = "PLNSBRG"          # pgx hand / drop order
+_SHOGI_HAND = "PLNSBRG"  # pgx hand / drop order
 
 
 @functools.cache
@@ -68,8 +69,8 @@ def _shogi_render(s) -> str:
     def hand_text(h):
         items = [f"{_SHOGI_HAND[i]}{'' if h[i] == 1 else h[i]}" for i in range(7) if h[i] > 0]
         return " ".join(items) or "-"
-    lines.append(f"hands: Black (sente, uppercase) {hand_text(hand[0])}; White (gote, lowercase) "
-                 f"{hand_text(hand[1])}")
+
+    lines.append(f"hands: Black (sente, uppercase) {hand_text(hand[0])}; White (gote, lowercase) {hand_text(hand[1])}")
     return "\n".join(lines)
 
 
@@ -95,7 +96,7 @@ def _shogi_format(s, a: int) -> str:
 # degrees for the second player. Pieces 0..4 = chick, elephant, giraffe, lion, hen of the mover; 5..9 the opponent's.
 
 _ANIMAL_PIECES = "CEGLH"
-_ANIMAL_DIRS = [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]   # pgx `_to` (dx, dy)
+_ANIMAL_DIRS = [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)]  # pgx `_to` (dx, dy)
 
 
 def _animal_color(s) -> int:
@@ -130,6 +131,7 @@ def _animal_render(s) -> str:
 
     def hand_text(h):
         return " ".join(f"{_ANIMAL_PIECES[i]}{'' if h[i] == 1 else h[i]}" for i in range(3) if h[i] > 0) or "-"
+
     lines.append(f"hands: first (uppercase) {hand_text(hand[0])}; second (lowercase) {hand_text(hand[1])}")
     lines.append("L lion, G giraffe, E elephant, C chick, H hen")
     return "\n".join(lines)
@@ -169,12 +171,23 @@ def _animal_cell(s, square: str) -> str:
 
 
 SHOGI = Notation(
-    _shogi_render, _shogi_format, _shogi_color, ("Black (sente)", "White (gote)"),
-    re.compile(r"[1-9][a-i][1-9][a-i]\+?|[plnsgbr]\*[1-9][a-i]", re.I), _drop_or_move,
-    "USI: from and to squares like 7g7f (files 1-9 from the right, ranks a-i from the top), promotion 8h2b+, "
-    "drop P*5e", cell=_shogi_cell)
+    _shogi_render,
+    _shogi_format,
+    _shogi_color,
+    ("Black (sente)", "White (gote)"),
+    re.compile(r"[1-9][a-i][1-9][a-i]\+?|[plnsgbr]\*[1-9][a-i]", re.I),
+    _drop_or_move,
+    "USI: from and to squares like 7g7f (files 1-9 from the right, ranks a-i from the top), promotion 8h2b+, drop P*5e",
+    cell=_shogi_cell,
+)
 ANIMAL_SHOGI = Notation(
-    _animal_render, _animal_format, _animal_color, ("first (uppercase)", "second (lowercase)"),
-    re.compile(r"[a-c][1-4][a-c][1-4]|[ceg]\*[a-c][1-4]", re.I), _drop_or_move,
+    _animal_render,
+    _animal_format,
+    _animal_color,
+    ("first (uppercase)", "second (lowercase)"),
+    re.compile(r"[a-c][1-4][a-c][1-4]|[ceg]\*[a-c][1-4]", re.I),
+    _drop_or_move,
     "from and to squares like b2b3 (files a-c from the left, ranks 1-4 from the first player's side), "
-    "drop C*a3 (C chick, E elephant, G giraffe)", cell=_animal_cell)
+    "drop C*a3 (C chick, E elephant, G giraffe)",
+    cell=_animal_cell,
+)

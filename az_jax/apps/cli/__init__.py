@@ -16,6 +16,7 @@ On CPU, one XLA device uses about one core, so before JAX starts its backend the
 the machine has cores, each on one thread (az_jax/host_devices.py; override with --devices or JAX's own XLA_FLAGS).
 Importing this package starts no backend: the subcommands import the library (pgx, the games) inside `run`.
 """
+
 import argparse
 import sys
 
@@ -36,8 +37,12 @@ def error(message: str, code: int = 2) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="az-jax", description="AlphaZero in JAX: train and play.")
-    parser.add_argument("--devices", type=int, default=None,
-                        help="host CPU devices to create (default: one per core; ignored on GPU/TPU)")
+    parser.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        help="host CPU devices to create (default: one per core; ignored on GPU/TPU)",
+    )
     subparsers = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS.values():
         module.add_parser(subparsers)
@@ -60,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from az_jax.engines import EngineError
     from az_jax.evaluation.players import PlayerSpecError
     from envs.records import RecordError
+
     try:
         return COMMANDS[args.command].run(args)
     except (ConfigError, CheckpointError, RecordError, PlayerSpecError) as e:

@@ -1,5 +1,6 @@
 """`az-jax bench`: throughput, compile time, memory, FLOPs and MFU of a config (az_jax/apps/bench.py); the JSON on
 stdout or in a file, then a short table."""
+
 import argparse
 import json
 import os
@@ -13,8 +14,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--game", default="connect_four", help="game name (see envs.GAMES)")
     parser.add_argument("--preset", default="small", help="small (laptop CPU / one GPU) or paper (full scale)")
     parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
-    parser.add_argument("--devices", type=int, default=argparse.SUPPRESS,
-                        help="devices to use (on CPU: host devices to create; default: one per core)")
+    parser.add_argument(
+        "--devices",
+        type=int,
+        default=argparse.SUPPRESS,
+        help="devices to use (on CPU: host devices to create; default: one per core)",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per measurement (median reported)")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the JSON here (default: stdout)")
     return parser
@@ -23,8 +28,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args) -> int:
     from az_jax import config as config_lib  # starts JAX's backend: after main's device set-up
     from az_jax.apps import bench  # the same
+
     config = config_lib.override(config_lib.preset(args.game, args.preset), args.set or [])
-    devices = jax.devices()[:args.devices] if args.devices else None
+    devices = jax.devices()[: args.devices] if args.devices else None
     log = lambda message: print(f"az-jax bench: {message}", file=sys.stderr, flush=True)
     result = bench.run_benchmark(config, devices=devices, repeats=args.repeats, log=log)
     result.update(preset=args.preset, overrides=list(args.set or []))

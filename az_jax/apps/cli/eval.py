@@ -1,30 +1,45 @@
 """`az-jax eval`: a trained run (or any player spec) against another player; the result is appended to the run's
 results and one summary line printed."""
+
 import argparse
 import sys
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser("eval", help="play a trained run against another player; append the result to "
-                                                "the run")
+    parser = subparsers.add_parser(
+        "eval", help="play a trained run against another player; append the result to the run"
+    )
     who = parser.add_mutually_exclusive_group(required=True)
     who.add_argument("--run-dir", help="the run (or one checkpoint directory) to evaluate")
-    who.add_argument("--player", metavar="SPEC",
-                     help="instead of a run: any player spec (with --game), e.g. gnugo:level=1")
+    who.add_argument(
+        "--player", metavar="SPEC", help="instead of a run: any player spec (with --game), e.g. gnugo:level=1"
+    )
     parser.add_argument("--game", default=None, help="with --player: the game")
-    parser.add_argument("--out-dir", default=None,
-                        help="with --player: where results.jsonl and games go (default runs/eval)")
+    parser.add_argument(
+        "--out-dir", default=None, help="with --player: where results.jsonl and games go (default runs/eval)"
+    )
     parser.add_argument("--step", type=int, default=None, help="checkpoint step (default: latest)")
-    parser.add_argument("--simulations", type=int, default=None,
-                        help="search simulations per move (default: the run's eval_simulations; 0: raw policy)")
-    parser.add_argument("--opponent", required=True, metavar="SPEC",
-                        help='random | mcts:sims=N | run:DIR[@STEP][:sims=N] | gnugo[:level=N] | gtp:"COMMAND" | '
-                             'uci:COMMAND[:elo=N,skill=N,nodes=N,movetime=S]')
+    parser.add_argument(
+        "--simulations",
+        type=int,
+        default=None,
+        help="search simulations per move (default: the run's eval_simulations; 0: raw policy)",
+    )
+    parser.add_argument(
+        "--opponent",
+        required=True,
+        metavar="SPEC",
+        help='random | mcts:sims=N | run:DIR[@STEP][:sims=N] | gnugo[:level=N] | gtp:"COMMAND" | '
+        "uci:COMMAND[:elo=N,skill=N,nodes=N,movetime=S]",
+    )
     parser.add_argument("--games", type=int, default=100, help="games, colours alternating (default 100)")
-    parser.add_argument("--opening-plies", type=int, default=None,
-                        help="random opening plies, each opening played from both sides (default: 4; tic_tac_toe 2)")
-    parser.add_argument("--batch-size", type=int, default=None,
-                        help="games played at once on device (default: all)")
+    parser.add_argument(
+        "--opening-plies",
+        type=int,
+        default=None,
+        help="random opening plies, each opening played from both sides (default: 4; tic_tac_toe 2)",
+    )
+    parser.add_argument("--batch-size", type=int, default=None, help="games played at once on device (default: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-games", action="store_true", help="do not write the game records")
     parser.add_argument("--verbose", action="store_true", help="a line per finished game (engine matches)")
@@ -33,11 +48,26 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from az_jax.evaluation.evaluate import evaluate  # starts JAX's backend: after main's device set-up
-    log = (lambda message: print(f"az-jax eval: {message}", file=sys.stderr, flush=True)) if args.verbose else \
-        (lambda message: None)
-    summary = evaluate(args.run_dir, args.opponent, games=args.games, step=args.step, simulations=args.simulations,
-                       opening_plies=args.opening_plies, seed=args.seed, batch_size=args.batch_size,
-                       save_games=not args.no_games, player=args.player, game=args.game, out_dir=args.out_dir,
-                       log=log)
+
+    log = (
+        (lambda message: print(f"az-jax eval: {message}", file=sys.stderr, flush=True))
+        if args.verbose
+        else (lambda message: None)
+    )
+    summary = evaluate(
+        args.run_dir,
+        args.opponent,
+        games=args.games,
+        step=args.step,
+        simulations=args.simulations,
+        opening_plies=args.opening_plies,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        save_games=not args.no_games,
+        player=args.player,
+        game=args.game,
+        out_dir=args.out_dir,
+        log=log,
+    )
     print(summary.line())
     return 0

@@ -1,4 +1,5 @@
 """`az-jax play`: a person against a trained agent in the terminal (az_jax/apps/terminal.py)."""
+
 import argparse
 
 
@@ -15,6 +16,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args) -> int:
     from az_jax.agent import load_agent  # starts JAX's backend: after main's device set-up
     from az_jax.apps.terminal import play_session  # the same
+
     agent = load_agent(args.run_dir, step=args.step)
     play_session(agent, human_first=args.first == "human", num_simulations=args.simulations, seed=args.seed)
     return 0

@@ -1,20 +1,44 @@
 """The `az-jax sweep` command: plan and check the sweep, run this shard's trials, then report."""
+
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from az_jax.apps.sweep.results import report
-from az_jax.apps.sweep.run import (PLATFORMS, LogFn, available_ids, check_sweep_dir, detect_platform,
-                                   device_groups, is_finished, parse_ids, parse_shard, run_sweep, trial_command,
-                                   trial_dir, write_sweep_file)
+from az_jax.apps.sweep.run import (
+    PLATFORMS,
+    LogFn,
+    available_ids,
+    check_sweep_dir,
+    detect_platform,
+    device_groups,
+    is_finished,
+    parse_ids,
+    parse_shard,
+    run_sweep,
+    trial_command,
+    trial_dir,
+    write_sweep_file,
+)
 from az_jax.apps.sweep.spec import SweepError, build_sweep, load_spec
 
 
-def sweep_command(spec_path: str, *, sweep_dir: str | None = None, parallel: int = 1, devices: str | None = None,
-                  platform: str = "auto", shard: str | None = None, extra_set: Sequence[str] = (),
-                  metrics: Sequence[str] | None = None, dry_run: bool = False, collect_only: bool = False,
-                  log: LogFn = print, out: LogFn = print) -> int:
+def sweep_command(
+    spec_path: str,
+    *,
+    sweep_dir: str | None = None,
+    parallel: int = 1,
+    devices: str | None = None,
+    platform: str = "auto",
+    shard: str | None = None,
+    extra_set: Sequence[str] = (),
+    metrics: Sequence[str] | None = None,
+    dry_run: bool = False,
+    collect_only: bool = False,
+    log: LogFn = print,
+    out: LogFn = print,
+) -> int:
     """What `az-jax sweep` does: plan and check everything, run this shard's unfinished trials, then write
     results.csv, summary.csv/.md and plots. Returns the exit status (1 if a trial failed)."""
     spec = load_spec(spec_path)
@@ -40,6 +64,9 @@ def sweep_command(spec_path: str, *, sweep_dir: str | None = None, parallel: int
         status = run_sweep(sweep, sweep_dir, groups=groups, platform=platform, shard=shard_index, log=log)
     rows, table, paths = report(sweep, sweep_dir, metrics)
     out(table)
-    log(f"{sum(r['status'] == 'done' for r in rows)} of {len(rows)} trials done; table "
-        f"{os.path.join(sweep_dir, 'results.csv')}" + (f", plots in {os.path.join(sweep_dir, 'plots')}" if paths else ""))
+    log(
+        f"{sum(r['status'] == 'done' for r in rows)} of {len(rows)} trials done; table "
+        f"{os.path.join(sweep_dir, 'results.csv')}"
+        + (f", plots in {os.path.join(sweep_dir, 'plots')}" if paths else "")
+    )
     return 1 if any(s.startswith("failed") for s in status.values()) else 0

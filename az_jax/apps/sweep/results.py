@@ -1,12 +1,13 @@
 """Collecting a sweep's results: the trials' final metrics into results.csv, a per-configuration summary over seeds
 (summary.csv, summary.md) and plots."""
+
 from __future__ import annotations
 
 import json
 import math
 import os
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,12 +37,11 @@ def collect(sweep: Sweep, sweep_dir: str) -> list[dict]:
     for trial in sweep.trials:
         run_dir = trial_dir(sweep_dir, trial)
         records = read_records(run_dir)
-        status = ("done" if is_finished(run_dir, trial.config) else
-                  "partial" if records else "pending")
+        status = "done" if is_finished(run_dir, trial.config) else "partial" if records else "pending"
         row = {"trial": trial.name, "status": status, **trial.params, **final_metrics(records)}
         if os.path.exists(os.path.join(run_dir, DONE_FILE)):
             with open(os.path.join(run_dir, DONE_FILE)) as f:
-                row["wall_minutes"] = json.load(f)["seconds"] / 60     # the whole process: start-up, compiles, evals
+                row["wall_minutes"] = json.load(f)["seconds"] / 60  # the whole process: start-up, compiles, evals
         rows.append(row)
     metric_keys = sorted({k for r in rows for k in r} - {"trial", "status", *sweep.axes})
     columns = ["trial", "status", *sweep.axes, *metric_keys]
@@ -78,10 +78,14 @@ def markdown_table(summary: list[dict], digits: int = 3) -> str:
         if key.endswith(" std"):
             continue
         if key.endswith(" mean"):
-            metric = key[:-len(" mean")]
+            metric = key[: -len(" mean")]
             columns.append(metric)
-            cells.append(lambda row, m=metric: number(row[f"{m} mean"]) + (
-                f" ± {number(row[f'{m} std'])}" if math.isfinite(row[f"{m} std"]) else ""))
+            cells.append(
+                lambda row, m=metric: (
+                    number(row[f"{m} mean"])
+                    + (f" ± {number(row[f'{m} std'])}" if math.isfinite(row[f"{m} std"]) else "")
+                )
+            )
         else:
             columns.append(key)
             cells.append(lambda row, k=key: str(row[k]))
@@ -92,8 +96,9 @@ def markdown_table(summary: list[dict], digits: int = 3) -> str:
 
 def default_metrics(rows: list[dict]) -> list[str]:
     keys = {k for r in rows for k in r}
-    return sorted(k for k in keys if k.startswith("eval/") and k.endswith("_score")) + \
-        [k for k in ("train/value_loss", "train/policy_loss") if k in keys]
+    return sorted(k for k in keys if k.startswith("eval/") and k.endswith("_score")) + [
+        k for k in ("train/value_loss", "train/policy_loss") if k in keys
+    ]
 
 
 def plot(sweep: Sweep, sweep_dir: str, rows: list[dict], metrics: Sequence[str]) -> list[str]:
@@ -101,8 +106,10 @@ def plot(sweep: Sweep, sweep_dir: str, rows: list[dict], metrics: Sequence[str])
     configuration, seeds share it) and, on the right, its final value against the configuration (each seed a dot,
     the mean a bar). Returns the paths."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     os.makedirs(os.path.join(sweep_dir, "plots"), exist_ok=True)
     axes = [a for a in sweep.axes if a != "seed"]
     configs = list(dict.fromkeys(tuple(t.params[a] for a in axes) for t in sweep.trials))
@@ -113,20 +120,33 @@ def plot(sweep: Sweep, sweep_dir: str, rows: list[dict], metrics: Sequence[str])
         fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
         for trial in sweep.trials:
             key = tuple(trial.params[a] for a in axes)
-            points = [(r["iteration"], r[metric]) for r in read_records(trial_dir(sweep_dir, trial)) if metric in r
-                      and not (metric.startswith("train/") and r.get("train/steps", 1) == 0)]   # before learning
+            points = [
+                (r["iteration"], r[metric])
+                for r in read_records(trial_dir(sweep_dir, trial))
+                if metric in r and not (metric.startswith("train/") and r.get("train/steps", 1) == 0)
+            ]  # before learning
             if points:
                 xs, ys = zip(*points)
                 first_seed = trial.params["seed"] == sweep.trials[0].params["seed"]
-                left.plot(xs, ys, marker="o" if metric.startswith("eval/") else None, ms=3,
-                          color=colours[configs.index(key)], alpha=0.85, label=label(key) if first_seed else None)
+                left.plot(
+                    xs,
+                    ys,
+                    marker="o" if metric.startswith("eval/") else None,
+                    ms=3,
+                    color=colours[configs.index(key)],
+                    alpha=0.85,
+                    label=label(key) if first_seed else None,
+                )
         left.set(xlabel="iteration", ylabel=metric, title=f"{sweep.name}: {metric}")
         left.grid(alpha=0.3)
         if left.get_legend_handles_labels()[0]:
             left.legend(fontsize=7)
         for x, key in enumerate(configs):
-            values = [float(r[metric]) for r in rows
-                      if tuple(r[a] for a in axes) == key and r["status"] == "done" and r.get(metric, "") != ""]
+            values = [
+                float(r[metric])
+                for r in rows
+                if tuple(r[a] for a in axes) == key and r["status"] == "done" and r.get(metric, "") != ""
+            ]
             if values:
                 right.bar(x, np.mean(values), color=colours[x], alpha=0.5)
                 right.scatter([x] * len(values), values, color="k", s=12, zorder=3)

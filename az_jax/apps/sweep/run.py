@@ -8,6 +8,7 @@ group is a set of cores (CPU affinity, and one JAX host device per core); on GPU
 trials share a persistent XLA compilation cache under the sweep dir (trials that differ only in their seed compile
 their training iteration once).
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -20,15 +21,15 @@ import sys
 import threading
 import time
 import warnings
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from az_jax import config as config_lib
 from az_jax.apps.sweep.spec import Sweep, SweepError, Trial
 
 PLATFORMS = ("cpu", "gpu", "tpu")
-DONE_FILE = "done.json"      # written in a trial dir when its process exits 0
-TRIAL_FILE = "trial.json"    # the trial's overrides: a re-run with a different spec is refused
-CACHE_DIR = "xla_cache"      # the trials' shared persistent compilation cache, under the sweep dir
+DONE_FILE = "done.json"  # written in a trial dir when its process exits 0
+TRIAL_FILE = "trial.json"  # the trial's overrides: a re-run with a different spec is refused
+CACHE_DIR = "xla_cache"  # the trials' shared persistent compilation cache, under the sweep dir
 LogFn = Callable[[str], None]
 
 
@@ -48,10 +49,11 @@ def device_groups(ids: Sequence[int], parallel: int) -> list[tuple[int, ...]]:
     if parallel <= 0:
         raise SweepError(f"--parallel must be positive, got {parallel}")
     if len(ids) < parallel:
-        raise SweepError(f"--parallel {parallel} needs at least {parallel} devices/cores, have {len(ids)}: "
-                         f"{','.join(map(str, ids))}")
+        raise SweepError(
+            f"--parallel {parallel} needs at least {parallel} devices/cores, have {len(ids)}: {','.join(map(str, ids))}"
+        )
     size = len(ids) // parallel
-    return [tuple(ids[i * size:(i + 1) * size]) for i in range(parallel)]
+    return [tuple(ids[i * size : (i + 1) * size]) for i in range(parallel)]
 
 
 def parse_ids(text: str | None, available: Sequence[int]) -> list[int]:
@@ -78,16 +80,21 @@ def available_ids(platform: str) -> list[int]:
     that this process never starts an accelerator backend)."""
     if platform == "cpu":
         return sorted(os.sched_getaffinity(0))
-    out = subprocess.run([sys.executable, "-c", "import jax; print(jax.local_device_count())"], capture_output=True,
-                         text=True, env={**os.environ, "JAX_PLATFORMS": platform})
+    out = subprocess.run(
+        [sys.executable, "-c", "import jax; print(jax.local_device_count())"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JAX_PLATFORMS": platform},
+    )
     if out.returncode != 0:
         raise SweepError(f"no {platform} devices: {(out.stderr.strip().splitlines() or ['?'])[-1]}")
     return list(range(int(out.stdout.strip().splitlines()[-1])))
 
 
 def detect_platform() -> str:
-    out = subprocess.run([sys.executable, "-c", "import jax; print(jax.default_backend())"], capture_output=True,
-                         text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", "import jax; print(jax.default_backend())"], capture_output=True, text=True
+    )
     backend = (out.stdout.strip().splitlines() or ["cpu"])[-1]
     return backend if backend in PLATFORMS else "cpu"
 
@@ -107,8 +114,13 @@ def trial_env(platform: str, group: Sequence[int], slot: int, cache_dir: str | N
     elif platform == "tpu":
         if len(group) != 1:
             raise SweepError("on TPU each parallel trial gets one chip: use --parallel equal to the chips given")
-        env.update(TPU_VISIBLE_CHIPS=ids, TPU_CHIPS_PER_PROCESS_BOUNDS="1,1,1", TPU_PROCESS_BOUNDS="1,1,1",
-                   TPU_PROCESS_PORT=str(8476 + slot), TPU_MESH_CONTROLLER_PORT=str(8476 + slot))
+        env.update(
+            TPU_VISIBLE_CHIPS=ids,
+            TPU_CHIPS_PER_PROCESS_BOUNDS="1,1,1",
+            TPU_PROCESS_BOUNDS="1,1,1",
+            TPU_PROCESS_PORT=str(8476 + slot),
+            TPU_MESH_CONTROLLER_PORT=str(8476 + slot),
+        )
     return env
 
 
@@ -129,13 +141,19 @@ def trial_dir(sweep_dir: str, trial: Trial) -> str:
 
 def is_finished(run_dir: str, config: config_lib.Config) -> bool:
     """Its process exited 0 (done.json), or its final checkpoint exists (killed after training ended)."""
-    return (os.path.exists(os.path.join(run_dir, DONE_FILE))
-            or os.path.isdir(os.path.join(run_dir, "checkpoints", str(config.num_iterations))))
+    return os.path.exists(os.path.join(run_dir, DONE_FILE)) or os.path.isdir(
+        os.path.join(run_dir, "checkpoints", str(config.num_iterations))
+    )
 
 
 def _trial_record(sweep: Sweep, trial: Trial) -> dict:
-    return {"game": sweep.game, "preset": sweep.preset, "set": list(sweep.base), "overrides": list(trial.overrides),
-            "params": trial.params}
+    return {
+        "game": sweep.game,
+        "preset": sweep.preset,
+        "set": list(sweep.base),
+        "overrides": list(trial.overrides),
+        "params": trial.params,
+    }
 
 
 def check_sweep_dir(sweep: Sweep, sweep_dir: str) -> None:
@@ -146,20 +164,39 @@ def check_sweep_dir(sweep: Sweep, sweep_dir: str) -> None:
             with open(path) as f:
                 saved = json.load(f)
             if saved != _trial_record(sweep, trial):
-                raise SweepError(f"{os.path.dirname(path)} holds another sweep's trial ({saved.get('overrides')} vs "
-                                 f"{list(trial.overrides)}); use another --sweep-dir")
+                raise SweepError(
+                    f"{os.path.dirname(path)} holds another sweep's trial ({saved.get('overrides')} vs "
+                    f"{list(trial.overrides)}); use another --sweep-dir"
+                )
 
 
 def write_sweep_file(sweep: Sweep, sweep_dir: str, spec: dict) -> None:
     os.makedirs(sweep_dir, exist_ok=True)
     with open(os.path.join(sweep_dir, "sweep.json"), "w") as f:
-        json.dump({"spec": spec, "set": list(sweep.base),
-                   "trials": [{"index": t.index, "name": t.name, "params": t.params, "overrides": list(t.overrides)}
-                              for t in sweep.trials]}, f, indent=2)
+        json.dump(
+            {
+                "spec": spec,
+                "set": list(sweep.base),
+                "trials": [
+                    {"index": t.index, "name": t.name, "params": t.params, "overrides": list(t.overrides)}
+                    for t in sweep.trials
+                ],
+            },
+            f,
+            indent=2,
+        )
 
 
-def run_trial(sweep: Sweep, trial: Trial, sweep_dir: str, platform: str, group: Sequence[int], slot: int,
-              processes: dict, lock: threading.Lock) -> tuple[int, float]:
+def run_trial(
+    sweep: Sweep,
+    trial: Trial,
+    sweep_dir: str,
+    platform: str,
+    group: Sequence[int],
+    slot: int,
+    processes: dict,
+    lock: threading.Lock,
+) -> tuple[int, float]:
     """Runs one trial to the end in its own process (output in its train.log); returns (exit status, seconds)."""
     run_dir = trial_dir(sweep_dir, trial)
     os.makedirs(run_dir, exist_ok=True)
@@ -173,8 +210,12 @@ def run_trial(sweep: Sweep, trial: Trial, sweep_dir: str, platform: str, group: 
         log.flush()
         with warnings.catch_warnings():  # JAX warns about fork() in a threaded process; the child only exec()s
             warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                    env=trial_env(platform, group, slot, os.path.join(sweep_dir, CACHE_DIR)))
+            proc = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=trial_env(platform, group, slot, os.path.join(sweep_dir, CACHE_DIR)),
+            )
         if cores:  # before the child starts JAX (seconds later): its XLA thread pools size themselves to these cores
             os.sched_setaffinity(proc.pid, cores)
         with lock:
@@ -185,13 +226,28 @@ def run_trial(sweep: Sweep, trial: Trial, sweep_dir: str, platform: str, group: 
     ended = time.time()
     if code == 0:
         with open(os.path.join(run_dir, DONE_FILE), "w") as f:
-            json.dump({"started": started, "ended": ended, "seconds": ended - started, "devices": list(group),
-                       "platform": platform}, f)
+            json.dump(
+                {
+                    "started": started,
+                    "ended": ended,
+                    "seconds": ended - started,
+                    "devices": list(group),
+                    "platform": platform,
+                },
+                f,
+            )
     return code, ended - started
 
 
-def run_sweep(sweep: Sweep, sweep_dir: str, *, groups: Sequence[Sequence[int]], platform: str = "cpu",
-              shard: tuple[int, int] = (0, 1), log: LogFn = print) -> dict[int, str]:
+def run_sweep(
+    sweep: Sweep,
+    sweep_dir: str,
+    *,
+    groups: Sequence[Sequence[int]],
+    platform: str = "cpu",
+    shard: tuple[int, int] = (0, 1),
+    log: LogFn = print,
+) -> dict[int, str]:
     """Runs this shard's unfinished trials, len(groups) at a time, trial k on the next free group. Returns
     {trial index: "done" | "skipped" | "failed (exit N)"}. Ctrl-C stops every running trial (they resume later)."""
     index, count = shard
@@ -203,8 +259,10 @@ def run_sweep(sweep: Sweep, sweep_dir: str, *, groups: Sequence[Sequence[int]], 
             status[trial.index] = "skipped"
         else:
             todo.append(trial)
-    log(f"{len(mine)} trials in this shard: {len(mine) - len(todo)} finished already, {len(todo)} to run, "
-        f"{len(groups)} at a time on {platform} devices {' | '.join(','.join(map(str, g)) for g in groups)}")
+    log(
+        f"{len(mine)} trials in this shard: {len(mine) - len(todo)} finished already, {len(todo)} to run, "
+        f"{len(groups)} at a time on {platform} devices {' | '.join(','.join(map(str, g)) for g in groups)}"
+    )
     free: queue.Queue = queue.Queue()
     for slot in range(len(groups)):
         free.put(slot)
@@ -217,8 +275,10 @@ def run_sweep(sweep: Sweep, sweep_dir: str, *, groups: Sequence[Sequence[int]], 
             log(f"trial {trial.name}: started on {','.join(map(str, groups[slot]))}")
             code, seconds = run_trial(sweep, trial, sweep_dir, platform, groups[slot], slot, processes, lock)
             status[trial.index] = "done" if code == 0 else f"failed (exit {code})"
-            log(f"trial {trial.name}: {status[trial.index]} after {seconds / 60:.1f} min"
-                + ("" if code == 0 else f"; see {os.path.join(trial_dir(sweep_dir, trial), 'train.log')}"))
+            log(
+                f"trial {trial.name}: {status[trial.index]} after {seconds / 60:.1f} min"
+                + ("" if code == 0 else f"; see {os.path.join(trial_dir(sweep_dir, trial), 'train.log')}")
+            )
         finally:
             free.put(slot)
 

@@ -17,6 +17,7 @@ A grid axis named after a config key takes that key's values; an axis with anoth
 that set several keys at once (with an optional "label" for tables). Every trial's config is built and validated
 before any process starts: a bad key or value is a ConfigError naming the trial.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,7 +25,8 @@ import itertools
 import json
 import math
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,11 +43,11 @@ class SweepError(ConfigError):
 
 @dataclasses.dataclass(frozen=True)
 class Trial:
-    index: int                      # position in the sweep (grid-major, then samples, then seeds)
-    name: str                       # its run dir's name under the sweep dir
-    params: dict                    # {axis: value or label}: what varies across the sweep, seed included
-    overrides: tuple[str, ...]      # `--set` strings after the spec's base `set` (what makes this trial this trial)
-    config: config_lib.Config       # the resolved config the trial trains
+    index: int  # position in the sweep (grid-major, then samples, then seeds)
+    name: str  # its run dir's name under the sweep dir
+    params: dict  # {axis: value or label}: what varies across the sweep, seed included
+    overrides: tuple[str, ...]  # `--set` strings after the spec's base `set` (what makes this trial this trial)
+    config: config_lib.Config  # the resolved config the trial trains
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,9 +55,9 @@ class Sweep:
     name: str
     game: str
     preset: str
-    base: tuple[str, ...]           # the spec's `set` plus any extra `--set` of the command
+    base: tuple[str, ...]  # the spec's `set` plus any extra `--set` of the command
     trials: tuple[Trial, ...]
-    axes: tuple[str, ...]           # the params' keys, in column order (grid axes, random keys, "seed")
+    axes: tuple[str, ...]  # the params' keys, in column order (grid axes, random keys, "seed")
 
 
 def load_spec(path: str) -> dict:
@@ -94,22 +96,29 @@ def _axis_assignments(axis: str, value: Any) -> dict:
             raise SweepError(f"grid axis {axis!r}: an object value must set at least one config key")
         return assignments
     if axis not in config_lib.FIELDS:
-        raise SweepError(f"grid axis {axis!r} is not a config key (its values must then be objects of config keys); "
-                         f"known keys: {', '.join(config_lib.FIELDS)}")
+        raise SweepError(
+            f"grid axis {axis!r} is not a config key (its values must then be objects of config keys); "
+            f"known keys: {', '.join(config_lib.FIELDS)}"
+        )
     return {axis: value}
 
 
 def _sample(key: str, dist: Any, rng: np.random.Generator) -> Any:
     if not (isinstance(dist, dict) and len(dist) == 1 and next(iter(dist)) in DISTRIBUTIONS):
-        raise SweepError(f"random: {key!r} needs one of {', '.join(DISTRIBUTIONS)}, e.g. {{\"uniform\": [0.1, 1]}}; "
-                         f"got {dist!r}")
+        raise SweepError(
+            f'random: {key!r} needs one of {", ".join(DISTRIBUTIONS)}, e.g. {{"uniform": [0.1, 1]}}; got {dist!r}'
+        )
     kind, args = next(iter(dist.items()))
     if kind == "choice":
         if not isinstance(args, list) or not args:
             raise SweepError(f"random: {key!r} choice needs a non-empty list")
         return args[int(rng.integers(len(args)))]
-    if not (isinstance(args, list) and len(args) == 2 and all(isinstance(a, (int, float)) for a in args)
-            and args[0] <= args[1]):
+    if not (
+        isinstance(args, list)
+        and len(args) == 2
+        and all(isinstance(a, (int, float)) for a in args)
+        and args[0] <= args[1]
+    ):
         raise SweepError(f"random: {key!r} {kind} needs [low, high] with low <= high, got {args!r}")
     low, high = args
     if kind == "int":
@@ -133,30 +142,29 @@ def build_sweep(spec: dict, extra_set: Sequence[str] = (), num_devices: int = 1)
     if unknown:
         raise SweepError(f"unknown sweep spec key {unknown[0]!r}; known: {', '.join(SPEC_KEYS)}")
     if "game" not in spec:
-        raise SweepError("the sweep spec needs a \"game\"")
+        raise SweepError('the sweep spec needs a "game"')
     game, preset = spec["game"], spec.get("preset", "small")
     base = list(spec.get("set", [])) + list(extra_set)
     if not all(isinstance(s, str) for s in base):
-        raise SweepError("\"set\" must be a list of \"key=value\" strings")
+        raise SweepError('"set" must be a list of "key=value" strings')
     base_config = config_lib.override(config_lib.preset(game, preset), base)
     grid = spec.get("grid", {})
     random_keys = spec.get("random", {})
     if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
-        raise SweepError("\"grid\" must map each axis to a non-empty list of values")
+        raise SweepError('"grid" must map each axis to a non-empty list of values')
     if not isinstance(random_keys, dict):
-        raise SweepError("\"random\" must map config keys to distributions")
+        raise SweepError('"random" must map config keys to distributions')
     for key in random_keys:
         if key not in config_lib.FIELDS:
             raise SweepError(f"random: {key!r} is not a config key; known keys: {', '.join(config_lib.FIELDS)}")
     num_samples = int(spec.get("num_samples", 1 if random_keys else 0) or 0)
     if random_keys and num_samples <= 0:
-        raise SweepError("\"num_samples\" must be positive when \"random\" is given")
+        raise SweepError('"num_samples" must be positive when "random" is given')
     seeds = spec.get("seeds", [base_config.seed])
-    if not (isinstance(seeds, list) and seeds and all(isinstance(s, int) and not isinstance(s, bool)
-                                                       for s in seeds)):
-        raise SweepError(f"\"seeds\" must be a non-empty list of integers, got {seeds!r}")
+    if not (isinstance(seeds, list) and seeds and all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)):
+        raise SweepError(f'"seeds" must be a non-empty list of integers, got {seeds!r}')
     if "seed" in grid or "seed" in random_keys:
-        raise SweepError("sweep seeds with \"seeds\", not as a grid or random axis")
+        raise SweepError('sweep seeds with "seeds", not as a grid or random axis')
 
     rng = np.random.default_rng(int(spec.get("sample_seed", 0)))
     samples = [{k: _sample(k, d, rng) for k, d in random_keys.items()} for _ in range(num_samples)] or [{}]
@@ -166,8 +174,11 @@ def build_sweep(spec: dict, extra_set: Sequence[str] = (), num_devices: int = 1)
         for sample in samples:
             for seed in seeds:
                 index = len(trials)
-                params = {**{a: _label(v) for a, v in point.items()}, **{k: cli_value(v) for k, v in sample.items()},
-                          "seed": str(seed)}
+                params = {
+                    **{a: _label(v) for a, v in point.items()},
+                    **{k: cli_value(v) for k, v in sample.items()},
+                    "seed": str(seed),
+                }
                 assignments = {}
                 for axis, value in point.items():
                     assignments.update(_axis_assignments(axis, value))
@@ -176,12 +187,14 @@ def build_sweep(spec: dict, extra_set: Sequence[str] = (), num_devices: int = 1)
                 try:
                     config = config_lib.override(base_config, assignments).validate(num_devices)
                 except ConfigError as e:
-                    raise SweepError(f"trial {index} ({', '.join(f'{k}={v}' for k, v in params.items())}): {e}") \
-                        from None
+                    raise SweepError(
+                        f"trial {index} ({', '.join(f'{k}={v}' for k, v in params.items())}): {e}"
+                    ) from None
                 overrides = tuple(f"{k}={cli_value(getattr(config, k))}" for k in assignments)
                 # What the process will rebuild from the command line is exactly this config.
                 assert config_lib.override(config_lib.preset(game, preset), base + list(overrides)) == config
                 trials.append(Trial(index, _trial_name(index, params), params, overrides, config))
     axes = tuple(trials[0].params)
-    return Sweep(name=str(spec.get("name", game)), game=game, preset=preset, base=tuple(base), trials=tuple(trials),
-                 axes=axes)
+    return Sweep(
+        name=str(spec.get("name", game)), game=game, preset=preset, base=tuple(base), trials=tuple(trials), axes=axes
+    )
