@@ -1,4 +1,5 @@
-# The two set-up commands of README: `make train` (train connect_four, small preset, on CPU) and `make test`.
+# The two set-up commands of README: `make train` (train connect_four, small preset, on CPU) and `make test` (ruff
+# lint and format check, mypy, then the tests).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -11,7 +12,7 @@ $(BIN)/.installed: setup.cfg pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $@
 
-.PHONY: install system-deps train test
+.PHONY: install system-deps train check test
 install: $(BIN)/.installed
 
 # Debian packages the tests use (GNU Go, Stockfish): installed with apt-get when missing (needs root, as in CI).
@@ -26,5 +27,11 @@ system-deps:
 train: $(BIN)/.installed
 	$(BIN)/az-jax train --game connect_four --preset small --run-dir $(RUN_DIR)
 
-test: $(BIN)/.installed system-deps
+# The static gates first (seconds), then the tests.
+check: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: check system-deps
 	$(BIN)/python -m pytest -q -n 2 tests
