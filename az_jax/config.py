@@ -79,8 +79,8 @@ class Config:
     # `variant` names the algorithm; given to override() (or `--set`, or a preset) it sets gating, resign,
     # augment_symmetries and search_symmetries to its values (VARIANTS), and any of those four given in the same
     # override wins over it. Each switch also works alone, e.g. alphazero + gating for an ablation. Temperature is no
-    # switch: both variants play τ = 1 for `temperature_moves` plies then τ → 0 (AGZ "Self-play": 30; the AZ papers give no
-    # cut-off and keep AGZ's, so the game's value from envs/ serves both).
+    # switch: both variants play τ = 1 for `temperature_moves` plies then τ → 0 (AGZ "Self-play": 30; the AZ papers
+    # give no cut-off and keep AGZ's, so the game's value from envs/ serves both).
     variant: Literal["alphazero", "alphago_zero"] = "alphazero"
     gating: bool = False  # AGZ "Evaluator": self-play uses the best player so far; every gating interval the
     # latest weights play it and replace it only when they score > threshold
@@ -254,7 +254,8 @@ def get_game_or_error(name: str):
 
 
 # What each variant sets (AlphaZero, Silver et al., Science 2018: the changes from AlphaGo Zero). Symmetries only
-# where the game's rules have some (envs/registry.py), so `variant=alphago_zero` works for chess too (it then has none, as AlphaZero's chess).
+# where the game's rules have some (envs/registry.py), so `variant=alphago_zero` works for chess too (it then has
+# none, as AlphaZero's chess).
 VARIANT_SWITCHES = ("gating", "resign", "augment_symmetries", "search_symmetries")
 
 
@@ -330,7 +331,7 @@ def _coerce(key: str, raw: Any) -> Any:
 def override(config: Config, assignments: list[str] | dict[str, Any]) -> Config:
     """Returns a new Config with `key=value` strings (or a dict) applied. Unknown keys raise ConfigError."""
     items = assignments.items() if isinstance(assignments, dict) else [_split(a) for a in assignments]
-    changes = {}
+    changes: dict[str, Any] = {}
     for key, raw in items:
         if key not in FIELDS:
             raise ConfigError(f"unknown config key {key!r}; known keys: {', '.join(FIELDS)}")
@@ -389,7 +390,7 @@ def _paper(game: str) -> Config:
 
 def _small(game: str) -> Config:
     """A laptop-CPU / single-GPU scale: minutes for the small games on 2 cores. Not in the papers."""
-    base = dict(
+    base: dict[str, Any] = dict(
         game=game,
         num_blocks=2,
         num_channels=32,
@@ -413,7 +414,7 @@ def _small(game: str) -> Config:
         # every checkpoint is kept (~2 MB each at this scale) so `az-jax ladder` can rate the whole run
         keep_checkpoints=0,
     )
-    per_game = {
+    per_game: dict[str, dict[str, Any]] = {
         # Checked move by move against minimax in all 4,520 reachable positions (experiments/TIC_TAC_TOE.md): τ = 1
         # for the whole game, Dirichlet ε = 0.5 and a value target mixed 0.75 with the root's search value took the
         # raw policy from 116-286 wrong moves to 9-36 and 32-simulation search from 18-33 to 0-2 (PUCT) and 0
@@ -448,9 +449,9 @@ def _alphago_zero(game: str) -> Config:
         num_blocks=19,
         num_channels=256,
         value_hidden=256,
-        # 1,600 simulations per move in self-play and in gating games (AGZ "Self-play", "Evaluator"). AGZ's c_puct is NOT IN THE
-        # PAPERS (tuned by Gaussian-process optimisation); we keep AlphaZero's C(s) (c_init, c_base), which is nearly
-        # constant over a search of 1,600 simulations.
+        # 1,600 simulations per move in self-play and in gating games (AGZ "Self-play", "Evaluator"). AGZ's c_puct is
+        # NOT IN THE PAPERS (tuned by Gaussian-process optimisation); we keep AlphaZero's C(s) (c_init, c_base), which
+        # is nearly constant over a search of 1,600 simulations.
         num_simulations=1600,
         gating_simulations=1600,
         # Dirichlet ε = 0.25 (AGZ "Self-play"); α: the game's (envs/registry.py; 0.03 for 19×19 Go, as AGZ).
@@ -467,24 +468,25 @@ def _alphago_zero(game: str) -> Config:
         # One iteration = 1,024 games × 32 plies = 32,768 positions, and G = round(1.25 × 32,768 / 2,048) = 20 steps
         # (positions trained per position generated: NOT IN THE PAPERS; AGZ's 700k × 2,048 samples over 4.9M games
         # of some 200 moves is ≈ 1.4 [derived, the mean game length is not stated]). So 700k steps = 35,000
-        # iterations, and "a checkpoint every 1,000 training steps" is every 50 iterations (AGZ "Optimisation"), each one gated.
+        # iterations, and "a checkpoint every 1,000 training steps" is every 50 iterations (AGZ "Optimisation"), each
+        # one gated.
         selfplay_batch_size=1024,
         selfplay_steps=32,
         train_ratio=1.25,
         num_iterations=35_000,
         checkpoint_every=50,
-        # The window is "the most recent 500,000 games" (AGZ "Optimisation") ≈ 10^8 positions at ~200 moves per game (mean length
-        # NOT IN THE PAPERS): ~800 GB for 19×19 Go at ~8 KB a position, so on device we keep 1M positions (~8 GB),
-        # the last ≈ 5,000 games. A replay window in positions is the choice of this implementation.
+        # The window is "the most recent 500,000 games" (AGZ "Optimisation") ≈ 10^8 positions at ~200 moves per game
+        # (mean length NOT IN THE PAPERS): ~800 GB for 19×19 Go at ~8 KB a position, so on device we keep 1M positions
+        # (~8 GB), the last ≈ 5,000 games. A replay window in positions is the choice of this implementation.
         replay_capacity=1_000_000,
         min_replay_size=65_536,
         # Gating: 400 games, greedy, > 55% to replace the best player (AGZ "Evaluator"), at every checkpoint.
         gating_games=400,
         gating_threshold=0.55,
         gating_every=0,
-        # Resignation: 10% of games played out, false positives kept below 5% (AGZ "Self-play"). The initial v_resign and how
-        # often it is re-set are NOT IN THE PAPERS: -0.8 (AlphaGo's resignation value) and every 500 played-out
-        # games (≈ 2 iterations here, at ~200 moves per game).
+        # Resignation: 10% of games played out, false positives kept below 5% (AGZ "Self-play"). The initial v_resign
+        # and how often it is re-set are NOT IN THE PAPERS: -0.8 (AlphaGo's resignation value) and every 500
+        # played-out games (≈ 2 iterations here, at ~200 moves per game).
         resign_disabled_fraction=0.1,
         resign_target_false_positive=0.05,
         v_resign_init=-0.8,

@@ -84,7 +84,7 @@ def detect_cluster(environ: Mapping[str, str] | None = None) -> str | None:
     if on_tpu_vm and "TPU_SKIP_MDS_QUERY" not in env:
         return "cloud-tpu"
     slurm = ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID")
-    if all(k in env for k in slurm) and _int_setting(env["SLURM_NTASKS"], "SLURM_NTASKS") > 1:
+    if all(k in env for k in slurm) and (_int_setting(env["SLURM_NTASKS"], "SLURM_NTASKS") or 0) > 1:
         return "slurm"
     if (
         "OMPI_MCA_orte_hnp_uri" in env

@@ -33,9 +33,9 @@ def xla_flags(flags: str, count: int, cores: int) -> str:
 
 
 def setup(count: int | None = None, cores: int | None = None) -> int:
-    """Asks JAX for `count` host devices (default: one per available core) and sets XLA_FLAGS by `xla_flags`. Leaves everything
-    alone when XLA_FLAGS already sets the device count. Returns the device count asked for (0 when XLA_FLAGS
-    decided)."""
+    """Asks JAX for `count` host devices (default: one per available core) and sets XLA_FLAGS by `xla_flags`. Leaves
+    everything alone when XLA_FLAGS already sets the device count. Returns the device count asked for (0 when
+    XLA_FLAGS decided)."""
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" in flags:
         return 0

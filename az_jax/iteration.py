@@ -52,16 +52,18 @@ class TrainState:
 def state_partition_specs() -> TrainState:
     """PartitionSpec prefix tree of TrainState: what is replicated and what is split over the device axis. (`best`
     and `resign` are None when their switch is off; a prefix leaf over None covers nothing.)"""
+    replicated: Any = P()  # a PartitionSpec leaf where TrainState has a subtree (or an array)
+    split: Any = P(DEVICE_AXIS)
     return TrainState(
-        params=P(),
-        batch_stats=P(),
-        opt_state=P(),
-        games=P(DEVICE_AXIS),
-        replay=P(DEVICE_AXIS),
-        key=P(),
-        iteration=P(),
-        best=P(),
-        resign=P(),
+        params=replicated,
+        batch_stats=replicated,
+        opt_state=replicated,
+        games=split,
+        replay=split,
+        key=replicated,
+        iteration=replicated,
+        best=replicated,
+        resign=replicated,
     )
 
 
@@ -92,7 +94,7 @@ def make_setup(config: Config) -> Setup:
         config=config,
         env=env,
         network=network,
-        apply_fn=lambda variables, obs: network.apply(variables, obs, train=False),
+        apply_fn=lambda variables, obs: network.apply(variables, obs, train=False),  # type: ignore[arg-type,return-value]
         learn_apply=learner.learning_apply(learning),
         selfplay=selfplay_lib.SelfPlayConfig.from_config(config),
     )
@@ -102,7 +104,7 @@ def make_setup(config: Config) -> Setup:
 def init_variables(setup: Setup, rng_key: jax.Array) -> dict:
     """{'params', 'batch_stats'} of a fresh network; the key is consumed."""
     obs = jnp.zeros((1, *setup.env.observation_shape), jnp.float32)
-    return setup.network.init(rng_key, obs, train=False)
+    return setup.network.init(rng_key, obs, train=False)  # type: ignore[return-value]
 
 
 def init_state(setup: Setup, seed: int | jax.Array) -> TrainState:

@@ -25,7 +25,7 @@ LearnApplyFn = Callable[[dict, jax.Array], tuple[tuple[jax.Array, jax.Array], di
 
 def learning_apply(network: nn.Module) -> LearnApplyFn:
     """The network as the learner runs it: batch statistics, and the running averages returned as an update."""
-    return functools.partial(network.apply, train=True, mutable=["batch_stats"])
+    return functools.partial(network.apply, train=True, mutable=["batch_stats"])  # type: ignore[return-value]
 
 
 def make_schedule(learning_rates: Sequence[float] | jax.Array, boundaries: Sequence[int]) -> optax.Schedule:

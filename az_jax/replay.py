@@ -76,7 +76,7 @@ def add(
     # (p·B) mod N computed as ((p mod N)·B) mod N, so a long run's ply counter cannot overflow int32.
     rows = ((ply_index % buffer.capacity) * num_games + jnp.arange(num_games)) % buffer.capacity
     put = lambda field, value: field.at[rows].set(value)
-    return buffer.replace(
+    return buffer.replace(  # type: ignore[attr-defined]
         observation=put(buffer.observation, observation),
         policy=put(buffer.policy, policy),
         legal=put(buffer.legal, legal),
@@ -99,7 +99,7 @@ def resolve(buffer: ReplayBuffer, ended: jax.Array, episode: jax.Array, rewards:
     """
     hit = buffer.pending & ended[buffer.slot] & (buffer.episode == episode[buffer.slot])  # [N]
     z = rewards[buffer.slot, buffer.player]  # [N]
-    return buffer.replace(
+    return buffer.replace(  # type: ignore[attr-defined]
         outcome=jnp.where(hit, z, buffer.outcome), pending=buffer.pending & ~hit, done=buffer.done | hit
     )
 
@@ -129,6 +129,7 @@ def sample(
     rows = jax.random.choice(rows_key, buffer.capacity, (batch_size,), p=weights / jnp.maximum(weights.sum(), 1.0))
     outcome = buffer.outcome[rows]
     if value_target_mix:
+        assert buffer.search_value is not None  # value_target_mix > 0: the buffer keeps search values
         outcome = (1.0 - value_target_mix) * outcome + value_target_mix * buffer.search_value[rows]
     batch = Batch(
         observation=buffer.observation[rows], policy=buffer.policy[rows], legal=buffer.legal[rows], outcome=outcome
@@ -141,7 +142,7 @@ def sample(
 def augment(batch: Batch, rng_key: jax.Array, symmetry_game: str) -> Batch:
     """Each position of `batch` [n, ...] under its own uniformly random symmetry of the game; the key is consumed."""
     sym = symmetries_lib.random_symmetry(symmetry_game, rng_key, batch.outcome.shape[0])  # [n]
-    return batch.replace(
+    return batch.replace(  # type: ignore[attr-defined]
         observation=symmetries_lib.transform_observation(symmetry_game, sym, batch.observation),
         policy=symmetries_lib.transform_policy(symmetry_game, sym, batch.policy),
         legal=symmetries_lib.transform_policy(symmetry_game, sym, batch.legal),

@@ -105,7 +105,7 @@ def observe(
     fires_grid = value[:, None] < jnp.asarray(GRID, value.dtype)[None, :]  # [B, K]
     first = jnp.where((games.first == NONE) & fires, mover, games.first)
     first_grid = jnp.where((games.first_grid == NONE) & fires_grid, mover[:, None], games.first_grid)
-    return games.replace(first=first, first_grid=first_grid), fires & games.allowed
+    return games.replace(first=first, first_grid=first_grid), fires & games.allowed  # type: ignore[attr-defined]
 
 
 def resign_rewards(mover: jax.Array) -> jax.Array:
@@ -162,4 +162,4 @@ def update(state: ResignState, counts: dict, *, target: float, calibration_games
         "resign/v_resign": v_resign,
     }
     kept = jax.tree.map(lambda x: jnp.where(recalibrate, jnp.zeros_like(x), x), total)
-    return state.replace(v_resign=v_resign, **kept), metrics
+    return state.replace(v_resign=v_resign, **kept), metrics  # type: ignore[attr-defined]

@@ -2,8 +2,8 @@
 
 Conventions (AlphaZero, Silver et al., Science 2018, Methods, "Search"): values are from the point of view of the
 player to move; the reward of a step belongs to the player who just moved; the discount is −1 between plies (zero-sum
-alternation) and 0 once the game is over, so nothing is backed up from beyond a terminal state. Illegal actions are masked in the root and interior
-priors and excluded from the root's search.
+alternation) and 0 once the game is over, so nothing is backed up from beyond a terminal state. Illegal actions are
+masked in the root and interior priors and excluded from the root's search.
 """
 
 import dataclasses
@@ -85,6 +85,7 @@ def predict(
     mapped back to the untransformed position's actions by d_i⁻¹."""
     if symmetry_game is None:
         return apply_fn(variables, observation)
+    assert rng_key is not None  # a random symmetry needs the key
     sym = symmetries_lib.random_symmetry(symmetry_game, rng_key, observation.shape[0])  # [B]
     logits, value = apply_fn(variables, symmetries_lib.transform_observation(symmetry_game, sym, observation))
     return symmetries_lib.inverse_policy(symmetry_game, sym, logits), value

@@ -316,7 +316,8 @@ def to_pgn(record: GameRecord) -> str:
     game.headers["PgxFirstPlayer"] = str(record.first_player)
     for key, value in meta.items():
         game.headers[key] = _pgn_escape(value)
-    board, node = chess.Board(), game
+    board = chess.Board()
+    node: chess.pgn.GameNode = game
     for ply, action in enumerate(record.actions, start=1):
         try:
             move = action_to_move(action, board)
@@ -411,9 +412,9 @@ def from_sgf(text: str | bytes) -> GameRecord:
             first_player, meta = int(extra.get("first_player", 0)), dict(extra.get("meta", {}))
         except (ValueError, TypeError, AttributeError) as e:
             raise RecordError(f"SGF game comment: bad az_jax data: {e}") from None
-    players = tuple(root.get(p) if root.has_property(p) else "?" for p in ("PB", "PW"))
+    black, white = (root.get(p) if root.has_property(p) else "?" for p in ("PB", "PW"))
     result = _first_mover_score(root.get("RE"), "B+", "W+") if root.has_property("RE") else 0.0
-    return GameRecord(name, tuple(actions), result, players, first_player, meta)
+    return GameRecord(name, tuple(actions), result, (black, white), first_player, tuple(meta.items()))
 
 
 def from_pgn(text: str) -> GameRecord:
@@ -446,7 +447,7 @@ def from_pgn(text: str) -> GameRecord:
     defaults = {"Event": "?", "Site": "?", "Date": "????.??.??", "Round": "?"}
     meta = {k: v for k, v in headers.items() if k not in _PGN_RESERVED and defaults.get(k) != v}
     players = (headers.get("White", "?"), headers.get("Black", "?"))
-    return GameRecord("chess", tuple(actions), result, players, first_player, meta)
+    return GameRecord("chess", tuple(actions), result, players, first_player, tuple(meta.items()))
 
 
 def from_json(text: str) -> GameRecord:

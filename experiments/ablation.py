@@ -100,7 +100,7 @@ def rate(out_dir: str, game: str, runs: dict, games: int, simulations: int, mcts
     steps = checkpoint_steps(runs[variants[0]])
     eval_config = load_agent(runs[variants[0]], step=steps[0]).config  # alphazero's: the one evaluation search
     apply = players_lib.network_apply(eval_config, simulations)
-    players = {}
+    players: dict[str, players_lib.JaxPlayer] = {}
     for v, run_dir in runs.items():
         if checkpoint_steps(run_dir) != steps:
             raise SystemExit(f"{run_dir} has checkpoints {checkpoint_steps(run_dir)}, expected {steps}")
@@ -110,6 +110,7 @@ def rate(out_dir: str, game: str, runs: dict, games: int, simulations: int, mcts
             )
     for spec in ("random", mcts_spec):
         p = players_lib.make_player(spec, game)
+        assert isinstance(p, players_lib.JaxPlayer)  # random and MCTS players run on device
         players[p.name] = p
     mcts = players_lib.make_player(mcts_spec, game).name
     opening = get_game(game).opening_plies
@@ -230,7 +231,7 @@ def plot(rows: list[dict], baselines: dict, out_dir: str, steps_per_iteration: i
                 label=v,
                 alpha=0.85,
             )
-        for j, (name, (e, _, _)) in enumerate(baselines.items()):
+        for name, (e, _, _) in baselines.items():
             ax.axhline(e, linestyle="--", color="grey", alpha=0.6)
             ax.annotate(name, (ax.get_xlim()[0], e), fontsize=8, color="grey", va="bottom")
         ax.set_xlabel(label)

@@ -7,8 +7,8 @@ writes the table.
 
 Each run is `experiments/benchmark.py --game G --preset P --set ... --devices N --json
 experiments/results/bench_cpu_<case>_<N>dev.json`; the scaling case also runs on 1 device with one Eigen thread
-(`..._1dev_one_thread.json`), for the per-core scaling. The table goes to experiments/results/bench_cpu_table.md. Run it on
-an otherwise idle machine: every figure depends on the load (the JSON records the load average before and after).
+(`..._1dev_one_thread.json`), for the per-core scaling. The table goes to experiments/results/bench_cpu_table.md. Run it
+on an otherwise idle machine: every figure depends on the load (the JSON records the load average before and after).
 """
 
 import argparse

@@ -1,6 +1,7 @@
-"""Generates the connect-four solver benchmark's position set (az_jax/evaluation/connect_four_solver.py):
+r"""Generates the connect-four solver benchmark's position set (az_jax/evaluation/connect_four_solver.py):
 
-python experiments/connect_four_positions.py --positions 1000 --seed 0 --out experiments/data/connect_four_positions.jsonl
+python experiments/connect_four_positions.py --positions 1000 --seed 0 \
+    --out experiments/data/connect_four_positions.jsonl
 """
 
 import argparse

@@ -38,7 +38,7 @@ def main(argv=None) -> int:
         )
         variables = net.init(jax.random.key(0), obs)
 
-        def loss(params):
+        def loss(params, net=net, variables=variables):
             (logits, value), _ = net.apply(
                 {"params": params, "batch_stats": variables["batch_stats"]}, obs, train=True, mutable=["batch_stats"]
             )
@@ -46,7 +46,7 @@ def main(argv=None) -> int:
 
         for unroll in (1, args.steps):
 
-            def steps(params):
+            def steps(params, unroll=unroll):
                 def body(params, _):
                     grads = jax.grad(loss)(params)
                     return jax.tree.map(lambda p, g: p - 1e-3 * g, params, grads), None

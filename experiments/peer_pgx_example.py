@@ -106,12 +106,14 @@ def main(argv=None) -> int:
         samples = jax.tree.map(lambda x: x.reshape((-1, *x.shape[3:])), samples)
         rng_key, subkey = jax.random.split(rng_key)
         ixs = jax.random.permutation(subkey, jnp.arange(samples.obs.shape[0]))
-        samples = jax.tree.map(lambda x: x[ixs], samples)
+        samples = jax.tree.map(lambda x, ixs=ixs: x[ixs], samples)
         num_updates = samples.obs.shape[0] // args.training_batch
-        minibatches = jax.tree.map(lambda x: x.reshape((num_updates, n, -1) + x.shape[1:]), samples)
+        minibatches = jax.tree.map(
+            lambda x, num_updates=num_updates: x.reshape((num_updates, n, -1) + x.shape[1:]), samples
+        )
         losses = []
         for i in range(num_updates):
-            minibatch = jax.tree.map(lambda x: x[i], minibatches)
+            minibatch = jax.tree.map(lambda x, i=i: x[i], minibatches)
             model, opt_state, policy_loss, value_loss = ex.train(model, opt_state, minibatch)
             losses.append(policy_loss.mean().item() + value_loss.mean().item())
         t2 = time.perf_counter()
@@ -247,7 +249,7 @@ class AzJaxSide:
         self.selfplay, self.learn = selfplay_program(self.trainer), learn_program(self.trainer)
 
     def iteration(self, index: int) -> dict:
-        jax, trainer = self.jax, self.trainer
+        jax = self.jax
         t0 = time.perf_counter()
         games, replay, _ = self.selfplay(self.state, jax.random.key(index))
         jax.block_until_ready(replay)

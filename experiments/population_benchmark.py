@@ -73,7 +73,7 @@ def run_sequential(config, num_members: int, iterations: int, log):
 
     trainer = Trainer(config, make_mesh())
     init = jax.jit(lambda seed: init_state(trainer.setup, seed), out_shardings=trainer.shardings)  # seed as data
-    out = {"init_seconds": [], "first_iteration_seconds": [], "iteration_seconds": []}
+    out: dict[str, list[float]] = {"init_seconds": [], "first_iteration_seconds": [], "iteration_seconds": []}
     params0 = None
     for member in range(num_members):
         seconds, state = timed(init, jnp.int32(member))

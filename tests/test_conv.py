@@ -54,6 +54,7 @@ def test_other_convolutions_fall_back_to_lax():
 
 def _conv_dim_labels(fn, *args) -> list[str]:
     text = jax.jit(fn).lower(*args).compile().as_text()
+    assert text is not None
     return re.findall(r"convolution\(.*?dim_labels=([^,\s]+)", text)
 
 

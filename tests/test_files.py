@@ -1,4 +1,5 @@
-"""Tests for az_jax.files: JSON Lines round trip, a missing file, and CSV files that are replaced whole or not at all."""
+"""Tests for az_jax.files: JSON Lines round trip, a missing file, and CSV files that are
+replaced whole or not at all."""
 
 import os
 

@@ -106,7 +106,8 @@ def trainer(two_devices):
 
 def test_one_device_iteration_keeps_one_signature(two_devices):
     # On a 1-device mesh jit used to return single-device arrays, so call 2 (fed call 1's outputs) was a new jit
-    # signature, a retrace (measured: jit cache sizes 1, 2, 2 over three calls; devices.sharded's output shardings fix it).
+    # signature, a retrace (measured: jit cache sizes 1, 2, 2 over three calls; devices.sharded's output shardings fix
+    # it).
     config = override(preset("tic_tac_toe", "small"), TINY).validate(num_devices=1)
     trainer = Trainer(config, devices.make_mesh(two_devices[:1]))
     state = trainer.init_state()

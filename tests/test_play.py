@@ -1,4 +1,5 @@
-"""Move notation and text boards (envs/notation/) for every game, and the terminal play session (az_jax/apps/terminal.py).
+"""Move notation and text boards (envs/notation/) for every game, and the terminal play session
+(az_jax/apps/terminal.py).
 
 Positions come from one jitted random playout per game (`_runner`: init + a scan of env.step, so each game compiles
 once); moves can be forced into the playout to check hand-written lines against pgx's own FEN / SFEN writers.

@@ -37,7 +37,7 @@ def play_random(game: str, seed: int, max_plies: int, first_player: int):
         if int(state.current_player) == first_player:
             break
     rng = np.random.default_rng(seed)
-    actions = []
+    actions: list[int] = []
     while len(actions) < max_plies and not bool(state.terminated):
         action = int(rng.choice(np.flatnonzero(np.asarray(state.legal_action_mask))))
         actions.append(action)

@@ -145,7 +145,7 @@ def test_eval_search_picks_the_search_of_greedy_play():
         config = override(preset("tic_tac_toe", "paper"), {"search": "puct", "eval_search": eval_search})
         assert config.acting_search == (eval_search or "puct")
         settings = search.SearchConfig.for_play(config, num_simulations=4)
-        _, out = jax.jit(lambda v, s, k: search.greedy_search(apply_fn, env, v, k, s, settings))(
+        _, out = jax.jit(lambda v, s, k, settings=settings: search.greedy_search(apply_fn, env, v, k, s, settings))(
             variables, states, jax.random.key(1)
         )
         visits[eval_search] = np.asarray(search.visit_counts(out))[0]

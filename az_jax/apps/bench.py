@@ -33,6 +33,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -53,7 +54,7 @@ LogFn = Callable[[str], None]
 
 
 # --- small measurement helpers -------------------------------------------------------------------------------------
-def timed(fn, *args) -> tuple[float, object]:
+def timed(fn, *args) -> tuple[float, Any]:
     """(seconds, result) of one call, waiting for the result to be ready."""
     t0 = time.perf_counter()
     out = jax.block_until_ready(fn(*args))
@@ -272,7 +273,7 @@ def train_flops_per_sample(trainer: Trainer, state: TrainState, batch: int) -> f
     """XLA's FLOP count of one gradient step (forward, backward, update) on [batch] samples, divided by batch."""
     env = trainer.setup.env
     obs_dtype = env.init(jax.random.key(0)).observation.dtype
-    shape = lambda *s, dtype=jnp.float32: jax.ShapeDtypeStruct(s, dtype)
+    shape: Callable[..., Any] = lambda *s, dtype=jnp.float32: jax.ShapeDtypeStruct(s, dtype)  # abstract arrays
     fake = replay_lib.Batch(
         observation=shape(batch, *env.observation_shape, dtype=obs_dtype),
         policy=shape(batch, env.num_actions),
@@ -311,7 +312,7 @@ def compile_and_first_iterations(trainer: Trainer) -> tuple[dict, TrainState]:
     state = trainer.init_state()
     cache_size = getattr(trainer.iterate, "_cache_size", lambda: None)  # jit's own count of cached signatures
     walls, sizes = [], []
-    for call in range(3):
+    for _ in range(3):
         with CompileCounter() as counter:
             seconds, (state, _) = timed(trainer.iterate, state)  # donates the old state; only the new one is kept
         walls.append((seconds, counter.count))
@@ -424,8 +425,8 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
     real_outcomes = int(_outcomes_per_device(trainer, state.replay).sum())
     source = "self-play outcomes"
     if not learning_ready(trainer, state.replay):
-        buffer = state.replay.replace(done=state.replay.done | state.replay.pending)
-        state = state.replace(replay=jax.device_put(buffer, trainer.shardings.replay))
+        buffer = state.replay.replace(done=state.replay.done | state.replay.pending)  # type: ignore[attr-defined]
+        state = state.replace(replay=jax.device_put(buffer, trainer.shardings.replay))  # type: ignore[attr-defined]
         source = "self-play positions, unfinished games marked done (synthetic z = 0)"
     ready = bool(jax.device_get(jax.block_until_ready(learn_only(state, jax.random.key(2)))[3]))  # warm-up
     learn = median_time(learn_only, state, jax.random.key(2), repeats=repeats, warmup=0)

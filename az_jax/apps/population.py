@@ -82,7 +82,7 @@ def _loop_rule(fn):
             jax.tree.map(lambda x, b: x if b else jnp.broadcast_to(x, (axis_size, *jnp.shape(x))), a, ab)
             for a, ab in zip(args, in_batched)
         ]
-        outs = [fn(*jax.tree.map(lambda x: x[i], args)) for i in range(axis_size)]
+        outs = [fn(*jax.tree.map(lambda x, i=i: x[i], args)) for i in range(axis_size)]
         out = jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
         return out, jax.tree.map(lambda _: True, out)
 

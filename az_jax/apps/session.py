@@ -156,6 +156,7 @@ class GameSession:
     def status(self) -> str:
         if self.over:
             r = self.result()
+            assert r is not None  # the game is over
             return "You win." if r > 0 else "You lose." if r < 0 else "Draw."
         return f"{self.side} to move ({'you' if self.human_to_move else 'the agent'})"
 

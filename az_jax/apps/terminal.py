@@ -78,4 +78,6 @@ def play_session(
             print_fn(_agent_line(session.agent_move()))
     print_fn(session.board())
     print_fn(session.status())
-    return session.result()
+    result = session.result()
+    assert result is not None  # the game is over
+    return result

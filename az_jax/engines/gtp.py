@@ -36,6 +36,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
+from typing import IO
 
 from az_jax.engines.errors import EngineCrashed, EngineError, EngineProtocolError, EngineTimeout
 from envs.notation import go
@@ -184,6 +185,12 @@ class GTPEngine:
     def is_alive(self) -> bool:
         return not self._closed and self._dead_reason is None and self._proc.poll() is None
 
+    @property
+    def _stdin(self) -> IO[bytes]:
+        stdin = self._proc.stdin
+        assert stdin is not None  # Popen(stdin=PIPE)
+        return stdin
+
     def stderr_tail(self) -> str:
         """The last lines the engine wrote to stderr (for error messages)."""
         return "\n".join(self._stderr_tail)
@@ -197,6 +204,7 @@ class GTPEngine:
         for t in (self._stdout_thread, self._stderr_thread):
             t.join(timeout=2.0)
         for stream in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+            assert stream is not None  # all three are pipes (Popen(..., PIPE))
             try:
                 stream.close()
             except (OSError, ValueError):
@@ -225,8 +233,8 @@ class GTPEngine:
         self._closed = True
         if self._dead_reason is None and self._proc.poll() is None:
             try:
-                self._proc.stdin.write(b"quit\n")
-                self._proc.stdin.flush()
+                self._stdin.write(b"quit\n")
+                self._stdin.flush()
                 self._proc.wait(timeout=QUIT_GRACE_S)
             except (OSError, ValueError, subprocess.TimeoutExpired):
                 pass
@@ -265,8 +273,8 @@ class GTPEngine:
             raise ValueError(f"GTP command must be a single line: {command!r}")
         deadline = time.monotonic() + (self.timeout if timeout is None else float(timeout))
         try:
-            self._proc.stdin.write(command.encode("utf-8") + b"\n")
-            self._proc.stdin.flush()
+            self._stdin.write(command.encode("utf-8") + b"\n")
+            self._stdin.flush()
         except (BrokenPipeError, OSError, ValueError):
             raise self._crashed(f"could not be sent {command!r}") from None
         # GTP 2 §3.4: a reply is '=' or '?' [id] text, continued on more lines, ended by an empty line.

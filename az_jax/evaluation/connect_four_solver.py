@@ -72,8 +72,10 @@ class PositionSet(NamedTuple):
 def generate(num_positions: int, seed: int = 0, max_depth: int = 36, p_good: float = 0.8) -> PositionSet:
     """Plays and labels positions (see the module docstring); deterministic for a seed and the solver's answers."""
     agent, rng = solver(), np.random.default_rng(seed)
+    rows: list[list[int]]
     seen, rows, scores = set(), [], []
     while len(rows) < num_positions:
+        moves: list[int]
         depth, board, moves = int(rng.integers(0, max_depth)), bitbully.Board(), []
         while len(moves) < depth and not board.is_game_over():
             s = score_moves(agent, moves)

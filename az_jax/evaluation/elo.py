@@ -37,7 +37,6 @@ import dataclasses
 import math
 import statistics
 from collections.abc import Iterable, Sequence
-from typing import Union
 
 import numpy as np
 
@@ -56,7 +55,7 @@ class MatchResult:
     wins_b: float  # games won by player_b
 
 
-ResultLike = Union[MatchResult, Sequence]  # MatchResult or (a, b, wins_a, draws, wins_b)
+ResultLike = MatchResult | Sequence  # MatchResult or (a, b, wins_a, draws, wins_b)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -166,9 +165,9 @@ def fit_elo(
     matches = [_as_match(r) for r in results]
     players: list[str] = []
     for m in matches:
-        for p in (m.player_a, m.player_b):
-            if p not in players:
-                players.append(p)
+        for name in (m.player_a, m.player_b):
+            if name not in players:
+                players.append(name)
     if len(players) < 2:
         raise ValueError("need results between at least two players")
     anchor = players[0] if anchor is None else anchor
@@ -215,7 +214,7 @@ def fit_elo(
     theta = np.zeros(num)  # [P] ratings in natural-log units relative to the anchor
     loglik = _log_likelihood(theta, fit_score)
     iterations = 0
-    for iterations in range(1, max_iterations + 1):
+    for iterations in range(1, max_iterations + 1):  # noqa: B007 (read after the loop: the iterations used)
         p = 1.0 / (1.0 + np.exp(-(theta[:, None] - theta[None, :])))  # [P, P] P(i beats j)
         grad = (fit_score - fit_games * p).sum(axis=1)  # [P]
         info = fit_games * p * p.T  # [P, P] off-diagonal Fisher information n p (1 - p)

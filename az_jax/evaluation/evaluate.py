@@ -72,6 +72,7 @@ def evaluate(
         results_file = os.path.join(run_dir, "results.jsonl")
         games_root = os.path.join(run_dir, "games")
     else:
+        assert run_dir is not None  # the CLI requires --run-dir or --player
         agent = load_agent(run_dir, step=step)
         game = agent.config.game
         agent_player = players_lib.agent_player(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 
 import jax
 
@@ -63,7 +64,7 @@ def run_ladder(
     *,
     games: int = 100,
     simulations: int | None = None,
-    baselines: list[str] = ("random", "mcts:sims=200"),
+    baselines: Sequence[str] = ("random", "mcts:sims=200"),
     anchor: str = "random",
     seed: int = 0,
     steps: str | None = None,

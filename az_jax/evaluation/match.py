@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -90,7 +91,13 @@ class MatchSummary:
 
 
 def summarize(
-    game: str, a: str, b: str, results: np.ndarray, opening_plies: int, seconds: float, extra: dict | None = None
+    game: str,
+    a: str,
+    b: str,
+    results: np.ndarray | Sequence[float],
+    opening_plies: int,
+    seconds: float,
+    extra: dict | None = None,
 ) -> MatchSummary:
     results = np.asarray(results)
     wins, draws, losses = int((results > 0).sum()), int((results == 0).sum()), int((results < 0).sum())
@@ -100,7 +107,7 @@ def summarize(
     )
 
 
-# --- JAX vs JAX, batched on device -------------------------------------------------------------------------------------
+# --- JAX vs JAX, batched on device ------------------------------------------------------------------------------------
 @functools.cache
 def _compiled_match(game: str, apply_a, apply_b, chunk: int, devices: tuple, opening_plies: int):
     """The sharded program of `chunk` games split over `devices` (az_jax/devices.py); cached so that a ladder compiles
@@ -159,7 +166,7 @@ def play_jax_match(
     return out
 
 
-# --- with an engine, one game at a time on the host --------------------------------------------------------------------
+# --- with an engine, one game at a time on the host -------------------------------------------------------------------
 @functools.cache
 def _compiled_single(apply):
     return jax.jit(lambda v, s, k: apply(v, jax.tree.map(lambda x: x[None], s), k)[0])
@@ -202,10 +209,11 @@ def play_host_match(
                     break
                 mover = 0 if int(state.current_player) == a_id else 1
                 legal = np.asarray(state.legal_action_mask)
+                fn = fns[mover]
                 if ply < opening_plies:
                     action = int(opening_rng.choice(np.flatnonzero(legal)))
-                elif fns[mover] is not None:
-                    action = fns[mover](state, jax.random.fold_in(game_key, ply + 1))
+                elif fn is not None:
+                    action = fn(state, jax.random.fold_in(game_key, ply + 1))
                 else:
                     try:
                         action = sessions[mover].genmove(state)
@@ -229,7 +237,7 @@ def play_host_match(
                 result += float(state.rewards[a_id])
             info = {}
             if not resigned and bool(state.terminated):
-                for i, s in enumerate(sessions):
+                for s in sessions:
                     if s is not None:
                         info.update({f"{k}": v for k, v in s.final_info(state).items()})
             game_result = GameResult(

@@ -84,7 +84,7 @@ class EnginePlayer:
 Player = JaxPlayer | EnginePlayer
 
 
-# --- parsing -----------------------------------------------------------------------------------------------------------
+# --- parsing ----------------------------------------------------------------------------------------------------------
 _OPTIONS = re.compile(r"^[a-z_]+=[^,=:]+(,[a-z_]+=[^,=:]+)*$")
 
 
@@ -177,7 +177,7 @@ def _mcts_apply(game: str, sims: int, c: float, rollouts: int) -> Callable:
     return lambda variables, states, key: fn(states, key)
 
 
-# --- network players ---------------------------------------------------------------------------------------------------
+# --- network players --------------------------------------------------------------------------------------------------
 @functools.cache
 def network_apply(config, simulations: int) -> Callable:
     """`apply(variables, states, key)` of a network of `config`: greedy by visits after `simulations` simulations
@@ -221,7 +221,7 @@ def run_player(
     return agent_player(agent, simulations, name=name or f"{os.path.basename(os.path.abspath(path))}@{agent.step}")
 
 
-# --- GTP (Go) ----------------------------------------------------------------------------------------------------------
+# --- GTP (Go) ---------------------------------------------------------------------------------------------------------
 def _go_color(state) -> str:
     return "black" if int(state._x.color) == 0 else "white"
 
@@ -269,26 +269,29 @@ def gtp_player(command: list[str], game: str, name: str | None = None) -> Engine
     return EnginePlayer(label, lambda: GTPSession(list(command), game))
 
 
-# --- UCI (chess) -------------------------------------------------------------------------------------------------------
+# --- UCI (chess) ------------------------------------------------------------------------------------------------------
 class UCISession:
     """A UCI engine playing one side of pgx chess games, on a python-chess board kept in step with pgx."""
 
     def __init__(self, command: list[str], options: dict, limits: dict):
         self.engine = UCIEngine(command, options=options)
         self.limits = limits
-        self.board = None
+        self.board: chess.Board | None = None  # set by new_game
 
     def new_game(self, state) -> None:
         self.board = chess.Board()
 
     def observe(self, state, action: int, own: bool) -> None:
+        assert self.board is not None
         self.board.push(action_to_move(action, self.board))
 
     def genmove(self, state) -> int:
+        assert self.board is not None
         move = self.engine.play(self.board, **self.limits)
         return move_to_action(move, self.board)
 
     def final_info(self, state) -> dict:
+        assert self.board is not None
         outcome = self.board.outcome(claim_draw=True)
         return {"python_chess_outcome": outcome.result() if outcome else "*"}
 

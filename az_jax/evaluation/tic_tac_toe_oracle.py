@@ -74,7 +74,7 @@ class Positions(NamedTuple):
 @functools.cache
 def positions() -> Positions:
     seen: dict[tuple, tuple] = {}
-    stack = [((-1,) * 9, ())]
+    stack: list[tuple[tuple, tuple]] = [((-1,) * 9, ())]
     while stack:
         board, path = stack.pop()
         if board in seen or is_terminal(board):

@@ -94,8 +94,8 @@ def board_to_vertices(board: np.ndarray, size: int) -> tuple[frozenset[str], fro
     board = np.asarray(board).reshape(-1)
     if board.shape[0] != size * size:
         raise ValueError(f"board has {board.shape[0]} points, expected {size * size}")
-    black = frozenset(action_to_vertex(a, size) for a in np.flatnonzero(board > 0))
-    white = frozenset(action_to_vertex(a, size) for a in np.flatnonzero(board < 0))
+    black = frozenset(action_to_vertex(int(a), size) for a in np.flatnonzero(board > 0))
+    white = frozenset(action_to_vertex(int(a), size) for a in np.flatnonzero(board < 0))
     return black, white
 
 

@@ -60,7 +60,7 @@ def parse_ids(text: str | None, available: Sequence[int]) -> list[int]:
     """'0,1,4-7' -> [0, 1, 4, 5, 6, 7]; None -> `available`."""
     if text is None:
         return list(available)
-    ids = []
+    ids: list[int] = []
     for part in text.split(","):
         match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
         if not match:

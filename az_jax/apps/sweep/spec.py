@@ -169,7 +169,7 @@ def build_sweep(spec: dict, extra_set: Sequence[str] = (), num_devices: int = 1)
     rng = np.random.default_rng(int(spec.get("sample_seed", 0)))
     samples = [{k: _sample(k, d, rng) for k, d in random_keys.items()} for _ in range(num_samples)] or [{}]
     points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())] if grid else [{}]
-    trials = []
+    trials: list[Trial] = []
     for point in points:
         for sample in samples:
             for seed in seeds:
