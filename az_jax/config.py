@@ -38,27 +38,27 @@ class Config:
     dirichlet_fraction: float = 0.25  # ε: P = (1 − ε) p + ε η at the root, self-play only (AGZ "Self-play")
     temperature_moves: int = -1  # plies sampled ∝ visit counts, then greedy; -1 means the game's value
     max_num_considered_actions: int = 16  # Gumbel search only: actions kept by sequential halving
-    eval_search: Literal["", "puct", "gumbel"] = ""  # the search of greedy play (evaluation, gating, `az-jax play`,
-    # Agent.act); "" means `search`. "gumbel" plays the action sequential
-    # halving ends on, chosen by the network's logits plus its search's
-    # values (Gumbel MuZero §3-4, no Gumbel noise), where PUCT plays the most
-    # visited: at a few dozen simulations a win the search has found can
-    # still have fewer visits than the prior's favourite
-    search_symmetries: bool = False  # AlphaGo Zero: each network evaluation in the search (root and leaves) sees
-    # its position under a random symmetry of the game (envs/symmetries.py)
+    # The search of greedy play (evaluation, gating, `az-jax play`, Agent.act); "" means `search`. "gumbel" plays the
+    # action sequential halving ends on, chosen by the network's logits plus its search's values (Gumbel MuZero §3-4, no
+    # Gumbel noise), where PUCT plays the most visited: at a few dozen simulations a win the search has found can still
+    # have fewer visits than the prior's favourite
+    eval_search: Literal["", "puct", "gumbel"] = ""
+    # AlphaGo Zero: each network evaluation in the search (root and leaves) sees its position under a random symmetry of
+    # the game (envs/symmetries.py)
+    search_symmetries: bool = False
     # --- self-play ---------------------------------------------------------------------------------------------------
     selfplay_batch_size: int = 1024  # B: games played in parallel (global, split over devices)
     selfplay_steps: int = 32  # S: plies each game advances per iteration
     # --- replay ------------------------------------------------------------------------------------------------------
     replay_capacity: int = 1_000_000  # positions kept (global, split over devices); oldest overwritten first
     min_replay_size: int = 4096  # completed positions in the buffer before learning starts
-    value_target_mix: float = 0.0  # λ: the value head learns (1 − λ)·z + λ·v_search, the game's outcome mixed
-    # with the root's search value when the position was played. 0 is the
-    # papers' z. NOT IN THE PAPERS (z alone, AZ Methods); the mix of z and the
-    # search's value is the "averaged target" of A. Prasad, Lessons from
-    # AlphaZero part 4 (2018), on connect four
-    augment_symmetries: bool = False  # AlphaGo Zero: each sampled training position gets a random symmetry of
-    # the game (observation, policy target, legal mask; z unchanged)
+    # λ: the value head learns (1 − λ)·z + λ·v_search, the game's outcome mixed with the root's search value when the
+    # position was played. 0 is the papers' z. NOT IN THE PAPERS (z alone, AZ Methods); the mix of z and the search's
+    # value is the "averaged target" of A. Prasad, Lessons from AlphaZero part 4 (2018), on connect four
+    value_target_mix: float = 0.0
+    # AlphaGo Zero: each sampled training position gets a random symmetry of the game (observation, policy target, legal
+    # mask; z unchanged)
+    augment_symmetries: bool = False
     # --- learning (AlphaGo Zero, Methods, "Optimisation"; AlphaZero, Methods) ----------------------------------------
     batch_size: int = 4096  # global minibatch (paper: 4096)
     train_ratio: float = 1.0  # positions trained on per position generated (sets G, logged)
@@ -72,9 +72,9 @@ class Config:
     eval_every: int = 10  # iterations between evaluations against uniform random (0: never)
     eval_games: int = 200  # games per evaluation, colours alternating
     eval_simulations: int = 0  # simulations per move when evaluating; 0 means num_simulations
-    eval_opponents: tuple[str, ...] = ("random",)  # fixed baselines of those evaluations: JAX player specs of
-    # az_jax/evaluation/players.py (random, mcts:sims=N, run:DIR@STEP),
-    # ';'-separated on the command line; logged as eval/vs_<name>_score
+    # Fixed baselines of those evaluations: JAX player specs of az_jax/evaluation/players.py (random, mcts:sims=N,
+    # run:DIR@STEP), ';'-separated on the command line; logged as eval/vs_<name>_score
+    eval_opponents: tuple[str, ...] = ("random",)
     # --- AlphaGo Zero vs AlphaZero (AlphaGo Zero Methods; AlphaZero's list of what it changed) -----------------------
     # `variant` names the algorithm; given to override() (or `--set`, or a preset) it sets gating, resign,
     # augment_symmetries and search_symmetries to its values (VARIANTS), and any of those four given in the same
@@ -82,19 +82,25 @@ class Config:
     # switch: both variants play τ = 1 for `temperature_moves` plies then τ → 0 (AGZ "Self-play": 30; the AZ papers
     # give no cut-off and keep AGZ's, so the game's value from envs/ serves both).
     variant: Literal["alphazero", "alphago_zero"] = "alphazero"
-    gating: bool = False  # AGZ "Evaluator": self-play uses the best player so far; every gating interval the
-    # latest weights play it and replace it only when they score > threshold
-    gating_every: int = 0  # iterations between gating matches; 0 means checkpoint_every (AGZ: each
-    # checkpoint, i.e. every 1,000 training steps, is evaluated)
+    # AGZ "Evaluator": self-play uses the best player so far; every gating interval the latest weights play it and
+    # replace it only when they score > threshold
+    gating: bool = False
+    # Iterations between gating matches; 0 means checkpoint_every (AGZ: each checkpoint, i.e. every 1,000 training
+    # steps, is evaluated)
+    gating_every: int = 0
     gating_games: int = 400  # games per gating match, random openings paired, colours swapped (AGZ: 400)
-    gating_simulations: int = 0  # simulations per move in gating games, greedy by visits, no noise; 0 means
-    # num_simulations (AGZ: 1,600, its self-play budget)
-    gating_threshold: float = 0.55  # the candidate replaces the best when its score (wins + draws/2) / games is
-    # above this (AGZ: "wins by a margin of > 55%"; Go has no draws)
-    resign: bool = False  # AGZ "Self-play": resign when root and best-child values < v_resign
-    # (az_jax/resign.py); v_resign calibrated on played-out games
-    v_resign_init: float = -0.8  # v_resign before the first calibration. NOT IN THE PAPERS; -0.8 is AlphaGo's
-    # resignation value (max Q < -0.8, i.e. < 10% win probability, AlphaGo 2016, Methods)
+    # Simulations per move in gating games, greedy by visits, no noise; 0 means num_simulations (AGZ: 1,600, its self-
+    # play budget)
+    gating_simulations: int = 0
+    # The candidate replaces the best when its score (wins + draws/2) / games is above this (AGZ: "wins by a margin of >
+    # 55%"; Go has no draws)
+    gating_threshold: float = 0.55
+    # AGZ "Self-play": resign when root and best-child values < v_resign (az_jax/resign.py); v_resign calibrated on
+    # played-out games
+    resign: bool = False
+    # V_resign before the first calibration. NOT IN THE PAPERS; -0.8 is AlphaGo's resignation value (max Q < -0.8, i.e.
+    # < 10% win probability, AlphaGo 2016, Methods)
+    v_resign_init: float = -0.8
     resign_disabled_fraction: float = 0.1  # games played out with resignation off to measure false positives (AGZ: 10%)
     resign_target_false_positive: float = 0.05  # v_resign is set to keep the false-positive rate at most this (AGZ: 5%)
     resign_calibration_games: int = 200  # played-out games between re-settings of v_resign. NOT IN THE PAPERS

@@ -3,9 +3,8 @@
 JAX differentiates `lax.conv_general_dilated` into convolutions with unusual dimension numbers (the weight gradient
 treats the batch as the contracted feature: `f01b_i01o->01bf`). At the top level of a program XLA:CPU rewrites those
 into its canonical NHWC / HWIO form and runs them on Eigen, but inside a loop body (a `lax.scan` of gradient steps) it
-does not, and runs them on a generic kernel an order of magnitude slower: 8 gradient steps of the 3 × 32 connect_four
-network at batch 256 took 8.47 s in a rolled `lax.scan` against 0.71 s unrolled, and 0.79 s rolled with this module
-(`python experiments/conv_gradient.py`; experiments/PERFORMANCE.md §4).
+does not, and runs them on a generic kernel an order of magnitude slower (`python experiments/conv_gradient.py`
+measures it; experiments/PERFORMANCE.md §4).
 
 `conv_general_dilated` below has `lax.conv_general_dilated`'s signature and the same forward pass. Its custom VJP
 states the two gradients as canonical convolutions (explicit transposes, a flipped kernel), which XLA:CPU runs on
@@ -15,8 +14,8 @@ Eigen wherever they sit:
     dw = conv(x as [C, H, W, B], dy as a [Ho, Wo, B, D] kernel), padding (lo, hi)       # [C, kh, kw, D] → HWIO
 
 Only stride-1, undilated, ungrouped NHWC/HWIO convolutions (every convolution of networks.py) take this path; any
-other call is passed to `lax.conv_general_dilated` unchanged. After 8 gradient steps of that network the parameters
-were bitwise equal to those of JAX's own gradient; tests/test_conv.py checks values and gradients against it.
+other call is passed to `lax.conv_general_dilated` unchanged; tests/test_conv.py checks values and gradients against
+JAX's own.
 """
 
 import functools

@@ -85,9 +85,10 @@ def train_and_evaluate(
     start = int(jax.device_get(state.iteration))
     eval_sims = config.eval_simulations or config.num_simulations
     matches = baseline_matches(trainer, config.eval_games, eval_sims) if config.eval_every else {}
-    eval_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_003)  # independent of the run's key stream
-    gating_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_033)  # likewise; a pure function of the seed,
-    # so a resumed run gates identically
+    # Keys independent of the run's key stream, pure functions of the seed: a resumed run evaluates and gates
+    # identically.
+    eval_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_003)
+    gating_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_033)
     writer = MetricsWriter(
         run_dir, total=config.num_iterations, initial=start, progress=progress, active=distributed.is_main_process()
     )

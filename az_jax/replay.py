@@ -26,8 +26,9 @@ class ReplayBuffer:
     outcome: jax.Array  # [N] float32 z ∈ {−1, 0, +1} for the mover (valid where done)
     pending: jax.Array  # [N] bool written, game still in progress
     done: jax.Array  # [N] bool outcome known: may be sampled
-    search_value: jax.Array | None = None  # [N] float32 the root's search value for the mover (None: not kept,
-    # when the value target is z alone, Config.value_target_mix = 0)
+    # [N] float32 the root's search value for the mover; None (not kept) when the value target is z alone
+    # (Config.value_target_mix = 0)
+    search_value: jax.Array | None = None
 
     @property
     def capacity(self) -> int:

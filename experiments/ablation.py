@@ -27,8 +27,8 @@ import time
 
 import jax
 
-from az_jax.files import append_jsonl, read_jsonl, write_csv
-from envs import get_game
+from az_jax.files import write_csv
+from az_jax.metrics import read_metrics
 
 ABLATION_SWITCHES = {
     "alphazero": ["variant=alphazero"],
@@ -43,6 +43,7 @@ ABLATION_SWITCHES = {
 def variant_config(game: str, variant: str, iterations: int, overrides: list[str]):
     """The `small_agz` preset (= `small` with the AlphaGo Zero variant and small gating/resignation settings), with
     the variant's switches: every run shares every other value, including the switches' own parameters."""
+    # after the device set-up in main(): importing pgx starts JAX's backend
     from az_jax import config as config_lib
 
     # In-training evaluation off (rating is done afterwards, for every run alike); every checkpoint kept.
@@ -52,6 +53,7 @@ def variant_config(game: str, variant: str, iterations: int, overrides: list[str
 
 def train_all(runs_dir: str, game: str, variants: list[str], iterations: int, overrides: list[str], log) -> dict:
     """Trains (or resumes) every variant's run; returns {variant: run_dir}."""
+    # after the device set-up in main(): importing pgx starts JAX's backend
     from az_jax.loop import train_and_evaluate
 
     runs = {}
@@ -69,8 +71,6 @@ def train_all(runs_dir: str, game: str, variants: list[str], iterations: int, ov
 def training_seconds(run_dir: str) -> dict[int, float]:
     """{iteration: seconds of training up to it}: self-play + learning + gating matches (metrics.jsonl). The first
     iteration (and the first gating match) include their compilation."""
-    from az_jax.metrics import read_metrics
-
     total, out = 0.0, {}
     for r in read_metrics(run_dir):
         total += r["perf/iteration_seconds"] + r.get("gating/seconds", 0.0)
@@ -90,11 +90,11 @@ def pairings(variants: list[str], steps: list[int], mcts: str) -> list[tuple[str
 
 def rate(out_dir: str, game: str, runs: dict, games: int, simulations: int, mcts_spec: str, seed: int, log):
     """Plays the missing pairings (kept in OUT_DIR/matches.jsonl) and fits the ratings; returns (fit, rows)."""
+    # after the device set-up in main(): importing pgx starts JAX's backend
     from az_jax.agent import load_agent
     from az_jax.evaluation import elo
-    from az_jax.evaluation import match as match_lib
     from az_jax.evaluation import players as players_lib
-    from az_jax.evaluation.ladder import checkpoint_steps
+    from az_jax.evaluation.ladder import checkpoint_steps, play_pairings
 
     variants = list(runs)
     steps = checkpoint_steps(runs[variants[0]])
@@ -113,35 +113,17 @@ def rate(out_dir: str, game: str, runs: dict, games: int, simulations: int, mcts
         assert isinstance(p, players_lib.JaxPlayer)  # random and MCTS players run on device
         players[p.name] = p
     mcts = players_lib.make_player(mcts_spec, game).name
-    opening = get_game(game).opening_plies
-    path = os.path.join(out_dir, "matches.jsonl")
-    done = {(m["a"], m["b"], m["games"], m["simulations"], m["seed"]): m for m in read_jsonl(path)}
-    results = []
     todo = pairings(variants, steps, mcts)
-    for i, (a, b) in enumerate(todo):
-        key = (a, b, games, simulations, seed)
-        if key not in done:
-            t0 = time.perf_counter()
-            played = match_lib.play_jax_match(
-                game, players[a], players[b], jax.random.fold_in(jax.random.key(seed), i), games, opening_plies=opening
-            )
-            r = [g.result for g in played]
-            done[key] = {
-                "a": a,
-                "b": b,
-                "wins": sum(x > 0 for x in r),
-                "draws": sum(x == 0 for x in r),
-                "losses": sum(x < 0 for x in r),
-                "games": games,
-                "simulations": simulations,
-                "seed": seed,
-                "seconds": time.perf_counter() - t0,
-            }
-            append_jsonl(path, done[key])
-            m = done[key]
-            log(f"[{i + 1}/{len(todo)}] {a} vs {b}: +{m['wins']} ={m['draws']} -{m['losses']} ({m['seconds']:.0f} s)")
-        m = done[key]
-        results.append((a, b, m["wins"], m["draws"], m["losses"]))
+    results = play_pairings(
+        game,
+        players,
+        todo,
+        games=games,
+        simulations=simulations,
+        seed=seed,
+        path=os.path.join(out_dir, "matches.jsonl"),
+        log=log,
+    )
     fit = elo.fit_elo(results, anchor="random")
     rows = []
     for v, run_dir in runs.items():

@@ -14,6 +14,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# They import only jax: no backend starts before host_devices.setup in main().
+from az_jax import host_devices  # noqa: E402
+from az_jax.devices import make_mesh  # noqa: E402
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -22,11 +26,9 @@ def main(argv=None) -> int:
     parser.add_argument("--devices", type=int, default=None, help="host devices (default: one per core)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
-    from az_jax import host_devices
-
     host_devices.setup(args.devices)
+    # after the device set-up in main(): importing pgx starts JAX's backend
     from az_jax.config import override, preset
-    from az_jax.devices import make_mesh
     from az_jax.trainer import Trainer
 
     config = override(preset(args.game, args.preset), args.set)

@@ -10,6 +10,8 @@ Run it next to `az-jax bench` to see whether the network runs at the speed the c
 import argparse
 import time
 
+from az_jax.devices import DEVICE_AXIS, make_mesh, sharded  # imports no pgx: no backend before main()'s set-up
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -22,11 +24,11 @@ def main(argv=None) -> int:
 
     jax.config.update("jax_num_cpu_devices", args.devices)
     import jax.numpy as jnp
-    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
     b, c, layers = args.batch, args.channels, 13
-    mesh = Mesh(jax.devices(), ("d",))
+    mesh = make_mesh()
     w = jnp.full((3, 3, c, c), 0.01, jnp.float32)
 
     def chain(x):
@@ -36,8 +38,8 @@ def main(argv=None) -> int:
             )
         return x
 
-    f = jax.jit(jax.shard_map(chain, mesh=mesh, in_specs=P("d"), out_specs=P("d")))
-    x = jax.device_put(jnp.ones((b, 6, 7, c), jnp.float32), NamedSharding(mesh, P("d")))
+    f = sharded(chain, mesh, P(DEVICE_AXIS), P(DEVICE_AXIS))
+    x = jax.device_put(jnp.ones((b, 6, 7, c), jnp.float32), NamedSharding(mesh, P(DEVICE_AXIS)))
     jax.block_until_ready(f(x))
     times = []
     for _ in range(args.repeats):

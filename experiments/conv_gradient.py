@@ -12,6 +12,12 @@ import os
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# They import no pgx: no backend starts before main()'s device set-up.
+from az_jax import conv as conv_lib  # noqa: E402
+from az_jax.networks import AlphaZeroNet  # noqa: E402
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -25,10 +31,6 @@ def main(argv=None) -> int:
     jax.config.update("jax_num_cpu_devices", 1)
     import jax.numpy as jnp
     from jax import lax
-
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from az_jax import conv as conv_lib
-    from az_jax.networks import AlphaZeroNet
 
     obs = jax.random.bernoulli(jax.random.key(1), 0.3, (args.batch, 6, 7, 2))  # connect_four observations
     results = {}

@@ -225,6 +225,7 @@ class AzJaxSide:
         import jax
 
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        # Only with --az-jax, and after main() set XLA_FLAGS (host devices): importing pgx starts JAX's backend.
         from az_jax import config as config_lib
         from az_jax.apps.bench import learn_program, selfplay_program
         from az_jax.devices import make_mesh

@@ -25,6 +25,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# They import only jax: no backend starts before host_devices.setup in main().
+from az_jax import host_devices  # noqa: E402
+from az_jax.devices import make_mesh  # noqa: E402
+
 
 def timed(fn, *args):
     import jax
@@ -35,6 +39,7 @@ def timed(fn, *args):
 
 
 def run_population(config, num_members: int, iterations: int, member_shards: int, network_batching, log):
+    # after the device set-up in main(): importing pgx starts JAX's backend
     from az_jax.apps.population import Member, PopulationTrainer
 
     trainer = PopulationTrainer.create(
@@ -67,7 +72,7 @@ def run_sequential(config, num_members: int, iterations: int, log):
     import jax
     import jax.numpy as jnp
 
-    from az_jax.devices import make_mesh
+    # after the device set-up in main(): importing pgx starts JAX's backend
     from az_jax.iteration import init_state
     from az_jax.trainer import Trainer
 
@@ -120,12 +125,11 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
 
-    from az_jax import host_devices
-
     host_devices.setup(args.devices)  # as az-jax does: one device per core, one thread each
     import jax
     import numpy as np
 
+    # after the device set-up in main(): importing pgx starts JAX's backend
     from az_jax import config as config_lib
 
     log = lambda message: print(f"population_benchmark: {message}", file=sys.stderr, flush=True)

@@ -17,7 +17,10 @@ import sys
 import jax
 import jax.numpy as jnp
 
+from az_jax.agent import load_agent
+from az_jax.checkpoint import CheckpointError
 from az_jax.evaluation import connect_four_solver as solver_lib
+from az_jax.evaluation.evaluate import evaluate
 
 DEFAULT_POSITIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "connect_four_positions.jsonl")
 
@@ -50,9 +53,6 @@ def main(argv=None) -> int:
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--json", default=None, help="append one JSON line per run to this file")
     args = parser.parse_args(argv)
-    from az_jax.agent import load_agent
-    from az_jax.checkpoint import CheckpointError
-
     try:
         positions = solver_lib.load(args.positions)
     except (OSError, ValueError) as e:
@@ -72,8 +72,6 @@ def main(argv=None) -> int:
         for name in ("raw", f"search{args.simulations}"):
             print("  " + line(name, row[name]))
         for sims in [int(s) for s in args.mcts.split(",") if s.strip()]:
-            from az_jax.evaluation.evaluate import evaluate
-
             summary = evaluate(
                 run_dir,
                 f"mcts:sims={sims}",

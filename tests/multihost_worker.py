@@ -12,6 +12,9 @@ import sys
 
 import numpy as np
 
+from az_jax.apps import cli  # the CLI joins jax.distributed in cli.main; importing it starts no backend
+from az_jax.apps.cli import train as train_command
+
 
 def save_local_shards(state, path: str) -> None:
     import jax
@@ -25,12 +28,10 @@ def save_local_shards(state, path: str) -> None:
 
 
 def main(out_path: str, argv: list[str]) -> int:
-    from az_jax.apps import cli
-    from az_jax.apps.cli import train as train_command
-
     train = train_command.run
 
     def train_and_save(args):
+        # only once the CLI has joined jax.distributed: importing az_jax.loop starts JAX's backend
         from az_jax import loop
 
         run = loop.train_and_evaluate

@@ -10,6 +10,7 @@ import pytest
 from jax import lax
 
 from az_jax import conv as conv_lib
+from az_jax.networks import AlphaZeroNet
 
 NHWC = ("NHWC", "HWIO", "NHWC")
 
@@ -86,8 +87,6 @@ def test_rolled_gradient_loop_compiles_only_canonical_convolutions():
 def test_network_forward_compiles_to_the_same_program():
     # Acting (self-play, evaluation) only runs the forward pass: with az_jax's convolution the network must compile to
     # exactly the convolutions and fusions it had with lax's, so self-play speed cannot change.
-    from az_jax.networks import AlphaZeroNet
-
     obs = jnp.zeros((4, 6, 7, 2), jnp.bool_)
 
     def program(conv):

@@ -6,11 +6,19 @@ import json
 import os
 import re
 
+import jax.numpy as jnp
 import nbformat
 import papermill
 import pytest
 
-from conftest import FAST_COMPILES
+from az_jax import agent as agent_lib
+from az_jax import networks
+from az_jax.apps import notebook
+from az_jax.apps import session as session_lib
+from az_jax.config import override, preset
+from envs import make_env
+
+from conftest import FAST_COMPILES, tiny_variables
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLAB = os.path.join(ROOT, "colab")
@@ -173,8 +181,6 @@ def test_accelerator_notebook_detects_the_backend_and_resumes(tmp_path):
 
 
 def test_drive_fallback_and_run_status(tmp_path, capsys):
-    from az_jax.apps import notebook
-
     # Off Colab, /content/drive cannot be mounted: the run goes to the fallback dir, with a note saying so.
     run_dir = notebook.choose_run_dir("/content/drive/MyDrive/az", "r1", fallback_dir=str(tmp_path / "local"))
     assert run_dir == str(tmp_path / "local" / "r1") and os.path.isdir(run_dir)
@@ -186,17 +192,6 @@ def test_drive_fallback_and_run_status(tmp_path, capsys):
 
 
 def test_game_session_typed_and_widget_moves(monkeypatch, fast_compiles):
-    import jax.numpy as jnp
-
-    from az_jax import agent as agent_lib
-    from az_jax import networks
-    from az_jax.apps import notebook
-    from az_jax.apps import session as session_lib
-    from az_jax.config import override, preset
-    from envs import make_env
-
-    from conftest import tiny_variables
-
     config = override(
         preset("tic_tac_toe", "small"), ["num_blocks=1", "num_channels=8", "value_hidden=8", "eval_simulations=6"]
     )

@@ -13,6 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from az_jax import networks
+from az_jax.agent import Agent
+from az_jax.apps.terminal import play_session
+from az_jax.config import override, preset
 from envs import GAMES, make_env
 from envs import notation as nt
 
@@ -322,10 +326,6 @@ def test_errors_for_unknown_game_and_batched_state():
 
 @pytest.fixture(scope="module")
 def agent():
-    from az_jax import networks
-    from az_jax.agent import Agent
-    from az_jax.config import override, preset
-
     cfg = override(
         preset("tic_tac_toe", "small"), ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=16"]
     )
@@ -350,8 +350,6 @@ def _scripted(answers):
 
 @pytest.mark.parametrize("human_first", [True, False])
 def test_play_session_plays_a_full_game(agent, human_first):
-    from az_jax.apps.terminal import play_session
-
     input_fn, prompts = _scripted(itertools.chain(["x", "10", "moves"], itertools.cycle("123456789")))
     printed = []
     result = play_session(
@@ -381,8 +379,6 @@ def test_play_session_plays_a_full_game(agent, human_first):
 
 @pytest.mark.parametrize("answer", ["quit", EOFError])
 def test_play_session_quit_and_eof(agent, answer):
-    from az_jax.apps.terminal import play_session
-
     def input_fn(prompt):
         if answer is EOFError:
             raise EOFError

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 
@@ -59,6 +59,56 @@ def pairings(checkpoints: list[str], baselines: list[str]) -> list[tuple[str, st
     return pairs
 
 
+def play_pairings(
+    game: str,
+    players: dict,
+    todo: list[tuple[str, str]],
+    *,
+    games: int,
+    simulations: int | None,
+    seed: int,
+    path: str,
+    log: Callable[[str], None],
+) -> list[tuple[str, str, int, int, int]]:
+    """Plays pairing i of `todo` (names of `players`, JAX players) with key fold_in(key(seed), i), `games` games from
+    the game's random openings, unless `path` (JSON Lines, one record per pairing) already holds it: an interrupted
+    ladder resumes where it stopped. Returns (a, b, wins, draws, losses) of A for every pairing."""
+    opening_plies = get_game(game).opening_plies
+    done = {
+        (m["a"], m["b"], m["games"], m["simulations"], m.get("opening_plies", opening_plies), m["seed"]): m
+        for m in read_jsonl(path)
+    }
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    results = []
+    for index, (a, b) in enumerate(todo):
+        key = (a, b, games, simulations, opening_plies, seed)
+        m = done.get(key)
+        if m is None:
+            t0 = time.perf_counter()
+            rng = jax.random.fold_in(jax.random.key(seed), index)
+            played = match_lib.play_jax_match(game, players[a], players[b], rng, games, opening_plies=opening_plies)
+            r = [g.result for g in played]
+            m = {
+                "a": a,
+                "b": b,
+                "wins": sum(x > 0 for x in r),
+                "draws": sum(x == 0 for x in r),
+                "losses": sum(x < 0 for x in r),
+                "games": games,
+                "simulations": simulations,
+                "opening_plies": opening_plies,
+                "seed": seed,
+                "seconds": time.perf_counter() - t0,
+            }
+            append_jsonl(path, m)
+            log(
+                f"[{index + 1}/{len(todo)}] {a} vs {b}: +{m['wins']} ={m['draws']} -{m['losses']} "
+                f"({m['seconds']:.0f} s)"
+            )
+        results.append((a, b, m["wins"], m["draws"], m["losses"]))
+    return results
+
+
 def run_ladder(
     run_dir: str,
     *,
@@ -97,39 +147,10 @@ def run_ladder(
         raise players_lib.PlayerSpecError(
             f"anchor {anchor!r} is not one of the ladder's players ({', '.join(players)})"
         )
-    opening_plies = get_game(game).opening_plies
-    path = _matches_path(run_dir)
-    done = {(m["a"], m["b"], m["games"], m["simulations"], m["opening_plies"], m["seed"]): m for m in read_jsonl(path)}
-    os.makedirs(os.path.dirname(path), exist_ok=True)
     todo = pairings(list(agents), [p.name for p in baseline_players])
-    results = []
-    for index, (a, b) in enumerate(todo):
-        key = (a, b, games, sims, opening_plies, seed)
-        if key in done:
-            m = done[key]
-        else:
-            t0 = time.perf_counter()
-            rng = jax.random.fold_in(jax.random.key(seed), index)
-            played = match_lib.play_jax_match(game, players[a], players[b], rng, games, opening_plies=opening_plies)
-            r = [g.result for g in played]
-            m = {
-                "a": a,
-                "b": b,
-                "wins": sum(x > 0 for x in r),
-                "draws": sum(x == 0 for x in r),
-                "losses": sum(x < 0 for x in r),
-                "games": games,
-                "simulations": sims,
-                "opening_plies": opening_plies,
-                "seed": seed,
-                "seconds": time.perf_counter() - t0,
-            }
-            append_jsonl(path, m)
-            log(
-                f"[{index + 1}/{len(todo)}] {a} vs {b}: +{m['wins']} ={m['draws']} -{m['losses']} "
-                f"({m['seconds']:.0f} s)"
-            )
-        results.append((a, b, m["wins"], m["draws"], m["losses"]))
+    results = play_pairings(
+        game, players, todo, games=games, simulations=sims, seed=seed, path=_matches_path(run_dir), log=log
+    )
     fit = elo.fit_elo(results, anchor=anchor_name)
     return write_outputs(run_dir, fit, agents, [p.name for p in baseline_players], sims)
 
