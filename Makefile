@@ -6,13 +6,14 @@ BIN := $(VENV)/bin
 RUN_DIR ?= runs/connect_four-small
 APT_PACKAGES := $(shell cat .ci/apt-packages.txt 2>/dev/null)
 
-$(BIN)/.installed: setup.cfg pyproject.toml
+# Installs with the exact versions of constraints.txt (the ones the suite passed with).
+$(BIN)/.installed: setup.cfg pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
 	touch $@
 
-.PHONY: install system-deps train check test
+.PHONY: install system-deps train check test test-latest constraints
 install: $(BIN)/.installed
 
 # Debian packages the tests use (GNU Go, Stockfish): installed with apt-get when missing (needs root, as in CI).
@@ -35,3 +36,15 @@ check: $(BIN)/.installed
 
 test: check system-deps
 	$(BIN)/python -m pytest -q -n 2 tests
+
+# The suite against the newest releases of every dependency (no constraints), in its own environment .venv-latest.
+test-latest: system-deps
+	$(PYTHON) -m venv .venv-latest
+	.venv-latest/bin/python -m pip install -q --upgrade pip
+	.venv-latest/bin/python -m pip install -q --upgrade -e '.[test]'
+	.venv-latest/bin/python -m pytest -q -n 2 tests
+
+# Rewrites constraints.txt from the current .venv (after `make test-latest` passed and .venv was upgraded).
+constraints: $(BIN)/.installed
+	{ head -2 constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^#'; } > constraints.txt.tmp
+	mv constraints.txt.tmp constraints.txt
