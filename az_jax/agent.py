@@ -7,6 +7,7 @@ batch norm uses its running averages.
 import dataclasses
 import functools
 import os
+import sys
 
 import chex
 import jax
@@ -23,7 +24,9 @@ from az_jax.iteration import Setup, greedy_player, init_variables, make_setup
 class Agent:
     config: config_lib.Config
     variables: dict  # {'params', 'batch_stats'}
-    step: int = 0  # the iteration the weights come from
+    step: int = 0  # the checkpoint the weights were loaded from
+    # the iteration whose training made the weights: `step`, or for the best player of a gated run its iteration
+    weights_iteration: int = 0
 
     @functools.cached_property
     def setup(self) -> Setup:
@@ -89,8 +92,31 @@ def _locate(path: str) -> tuple[str, int | None]:
     return path, None
 
 
-def load_agent(run_dir_or_checkpoint: str, step: int | None = None) -> Agent:
-    """Loads the network of a run (latest checkpoint, or `step`) or of one checkpoint directory."""
+WEIGHTS = ("best", "latest")
+
+
+def _load_variables(manager, step: int, weights: str) -> tuple[config_lib.Config, dict, int]:
+    """(config, variables, the iteration they come from) of checkpoint `step`, verified (ckpt.restore_model)."""
+    config = ckpt.read_config(manager, step)
+    setup = make_setup(config)
+    abstract = jax.eval_shape(lambda: init_variables(setup, jax.random.key(0)))
+    sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    abstract = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), abstract)
+    best = weights == "best" and config.gating
+    variables, source = ckpt.restore_model(manager, step, dict(abstract), best=best)
+    return config, variables, source
+
+
+def load_agent(run_dir_or_checkpoint: str, step: int | None = None, weights: str = "best") -> Agent:
+    """Loads the network of a run (its newest readable checkpoint, or `step`) or of one checkpoint directory.
+
+    `weights`: "best" (the default) is the best player of a gated run (config.gating: the weights its self-play used
+    at that checkpoint), "latest" the checkpoint's newest trained weights; in a run without gating both are the
+    latest. Read-only: nothing in the run dir is written or moved. Without a step, a damaged newest checkpoint
+    (ckpt.DamagedCheckpointError) is skipped for the newest one that reads whole, with one warning line on stderr; a
+    damaged `step` given explicitly is an error."""
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
     run_dir, found_step = _locate(run_dir_or_checkpoint)
     step = step if step is not None else found_step
     if not os.path.isdir(ckpt.checkpoint_dir(run_dir)):
@@ -99,14 +125,22 @@ def load_agent(run_dir_or_checkpoint: str, step: int | None = None) -> Agent:
     steps = manager.all_steps()
     if not steps:
         raise ckpt.CheckpointError(f"{run_dir} has no checkpoints")
-    if step is None:
-        step = max(steps)
-    elif step not in steps:
-        raise ckpt.CheckpointError(f"{run_dir} has no checkpoint {step} (has {sorted(steps)})")
-    config = ckpt.read_config(manager, step)
-    setup = make_setup(config)
-    abstract = jax.eval_shape(lambda: init_variables(setup, jax.random.key(0)))
-    sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-    abstract = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), abstract)
-    variables = ckpt.restore_model(manager, step, dict(abstract))
-    return Agent(config=config, variables=variables, step=step)
+    if step is not None:
+        if step not in steps:
+            raise ckpt.CheckpointError(f"{run_dir} has no checkpoint {step} (has {sorted(steps)})")
+        config, variables, source = _load_variables(manager, step, weights)
+        return Agent(config=config, variables=variables, step=step, weights_iteration=source)
+    damaged: list[tuple[int, ckpt.DamagedCheckpointError]] = []
+    for candidate in sorted(steps, reverse=True):
+        try:
+            config, variables, source = _load_variables(manager, candidate, weights)
+        except ckpt.DamagedCheckpointError as e:
+            damaged.append((candidate, e))
+            continue
+        if damaged:
+            also = f" (damaged too: {', '.join(str(s) for s, _ in damaged[1:])})" if len(damaged) > 1 else ""
+            print(f"az-jax: warning: {damaged[0][1]}; using checkpoint {candidate}{also}", file=sys.stderr)
+        return Agent(config=config, variables=variables, step=candidate, weights_iteration=source)
+    raise ckpt.CheckpointError(
+        f"none of the {len(steps)} checkpoints of {run_dir} reads whole; the newest: {damaged[0][1]}"
+    )

@@ -8,6 +8,7 @@ edited. Unknown keys and invalid values raise ConfigError naming the key and wha
 
 import dataclasses
 import json
+import math
 import typing
 from typing import Any, Literal
 
@@ -16,6 +17,11 @@ from envs import GAMES, get_game
 
 class ConfigError(ValueError):
     """An unknown config key or an invalid value."""
+
+
+# Every int key sizes an array, counts iterations or steps (int32 on device), or seeds a key: all fit in int32.
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+_INTEGERS = f"an integer in [{INT_MIN}, {INT_MAX}]"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +115,7 @@ class Config:
     def validate(self, num_devices: int = 1) -> "Config":
         """Raises ConfigError on the first invalid value; returns self so calls chain."""
         get_game_or_error(self.game)
+        self._validate_numbers()
         positive = [
             "num_iterations",
             "num_blocks",
@@ -183,6 +190,19 @@ class Config:
                 f"(selfplay_batch_size × selfplay_steps = {self.selfplay_batch_size * self.selfplay_steps})"
             )
         return self
+
+    def _validate_numbers(self) -> None:
+        """Every float (and float list) finite, every int (and int list) in int32. First, because NaN compares
+        false: a range check such as `lr <= 0` lets it through."""
+        for key, hint in _HINTS.items():
+            value = getattr(self, key)
+            values = value if isinstance(value, tuple) else (value,)
+            if float in (hint, *typing.get_args(hint)):
+                if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+                    raise ConfigError(f"{key} must be finite (no nan or inf), got {_show(value)}")
+            elif int in (hint, *typing.get_args(hint)):
+                if not all(isinstance(v, int) and INT_MIN <= v <= INT_MAX for v in values):
+                    raise ConfigError(f"{key} must be {_INTEGERS}, got {_show(value)}")
 
     def _validate_variant(self, num_devices: int) -> None:
         """The AlphaGo Zero switches' parameters: their ranges always, the split of gating games over the devices
@@ -279,9 +299,13 @@ FIELDS = {f.name: f for f in dataclasses.fields(Config)}
 _HINTS = typing.get_type_hints(Config)
 
 # Keys that may change when a run is resumed; everything else is fixed by the checkpointed state's shapes or meaning.
+# The learning-rate schedule is a function of the optimizer's step count, not state: a run that diverged resumes from
+# its last good checkpoint with lower learning_rates (az_jax/loop.py, DivergenceError).
 RESUMABLE_KEYS = frozenset(
     {
         "num_iterations",
+        "learning_rates",
+        "lr_boundaries",
         "checkpoint_every",
         "keep_checkpoints",
         "eval_every",
@@ -293,15 +317,51 @@ RESUMABLE_KEYS = frozenset(
 )
 
 
+def _show(value: Any, limit: int = 40) -> str:
+    """repr(value), cut to `limit` characters so that an error about a 5,000-digit number stays one short line."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 10]}… ({len(text)} characters)"
+
+
+def _to_int(raw: Any) -> int:
+    """`raw` (an int, an integral float, or a string of either: "3", "1e5") as an int in int32; ValueError for
+    anything else, including nan, inf ("1e5000" parses to inf) and integers beyond int32."""
+    if isinstance(raw, bool):
+        raise ValueError(raw)
+    if isinstance(raw, str):
+        try:
+            raw = int(raw)  # exact; ValueError for "1e5", "inf" and beyond 4,300 digits
+        except ValueError:
+            raw = float(raw)
+    if isinstance(raw, float):
+        if not raw.is_integer():  # False for nan and ±inf
+            raise ValueError(raw)
+        raw = int(raw)
+    if not isinstance(raw, int) or not INT_MIN <= raw <= INT_MAX:
+        raise ValueError(raw)
+    return raw
+
+
+def _to_float(raw: Any) -> float:
+    """`raw` (a number or a string of one) as a finite float; ValueError for nan, ±inf and numbers beyond float64."""
+    if isinstance(raw, bool):
+        raise ValueError(raw)
+    value = float(raw)  # OverflowError for an int beyond float64
+    if not math.isfinite(value):
+        raise ValueError(raw)
+    return value
+
+
 def _coerce(key: str, raw: Any) -> Any:
     """Converts `raw` (a string from the command line, or a JSON value) to the type of field `key`."""
     hint = _HINTS[key]
     origin = typing.get_origin(hint)
+    expected = {int: _INTEGERS, float: "a finite number", str: "a string"}
     try:
         if origin is Literal:
             allowed = typing.get_args(hint)
-            if raw not in allowed:
-                raise ConfigError(f"{key} must be one of {', '.join(map(str, allowed))}, got {raw!r}")
+            if not isinstance(raw, str) or raw not in allowed:
+                raise ConfigError(f"{key} must be one of {', '.join(map(str, allowed))}, got {_show(raw)}")
             return raw
         if origin is tuple:
             elem = typing.get_args(hint)[0]
@@ -311,7 +371,12 @@ def _coerce(key: str, raw: Any) -> Any:
                 if isinstance(raw, (list, tuple))
                 else [x.strip() for x in str(raw).strip("()[] ").split(separator) if x.strip()]
             )
-            return tuple(elem(float(x)) if elem is int and float(x).is_integer() else elem(x) for x in items)
+            convert = {int: _to_int, float: _to_float}.get(elem, elem)
+            try:
+                return tuple(convert(x) for x in items)
+            except (TypeError, ValueError, OverflowError):
+                plural = {int: f"integers in [{INT_MIN}, {INT_MAX}]", float: "finite numbers"}.get(elem, "strings")
+                raise ConfigError(f"{key} must be a list of {plural}, got {_show(raw)}") from None
         if hint is bool:
             if isinstance(raw, bool):
                 return raw
@@ -321,17 +386,15 @@ def _coerce(key: str, raw: Any) -> Any:
                 return False
             raise ValueError(raw)
         if hint is int:
-            value = float(raw) if isinstance(raw, str) else raw
-            if isinstance(value, bool) or float(value) != int(float(value)):
-                raise ValueError(raw)
-            return int(float(value))
+            return _to_int(raw)
         if hint is float:
-            return float(raw)
+            return _to_float(raw)
         return hint(raw)
     except ConfigError:
         raise
-    except (TypeError, ValueError):
-        raise ConfigError(f"{key} must be of type {getattr(hint, '__name__', hint)}, got {raw!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        shown = expected.get(hint, f"of type {getattr(hint, '__name__', hint)}")
+        raise ConfigError(f"{key} must be {shown}, got {_show(raw)}") from None
 
 
 def override(config: Config, assignments: list[str] | dict[str, Any]) -> Config:
@@ -340,7 +403,7 @@ def override(config: Config, assignments: list[str] | dict[str, Any]) -> Config:
     changes: dict[str, Any] = {}
     for key, raw in items:
         if key not in FIELDS:
-            raise ConfigError(f"unknown config key {key!r}; known keys: {', '.join(FIELDS)}")
+            raise ConfigError(f"unknown config key {_show(key)}; known keys: {', '.join(FIELDS)}")
         value = _coerce(key, raw)
         if key in ("variant", *VARIANT_SWITCHES) and changes.get(key, value) != value:
             raise ConfigError(f"{key} is given twice with contradictory values: {changes[key]!r} and {value!r}")
@@ -352,7 +415,7 @@ def override(config: Config, assignments: list[str] | dict[str, Any]) -> Config:
 
 def _split(assignment: str) -> tuple[str, str]:
     if "=" not in assignment:
-        raise ConfigError(f"expected key=value, got {assignment!r}")
+        raise ConfigError(f"expected key=value, got {_show(assignment)}")
     key, value = assignment.split("=", 1)
     return key.strip(), value.strip()
 
@@ -360,7 +423,7 @@ def _split(assignment: str) -> tuple[str, str]:
 def from_json(text: str) -> Config:
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as e:
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, an integer beyond 4,300 digits, deep nesting
         raise ConfigError(f"config is not valid JSON: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError("config JSON must be an object")

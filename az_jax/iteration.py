@@ -172,7 +172,9 @@ def learn(
 ):
     """G gradient steps on minibatches sampled from every device's replay shard, once enough outcomes exist; the key
     (already this device's) is consumed. `learning_rates` ([K], may be data) replace the config's schedule values.
-    Returns (params, batch_stats, opt_state, ready [] bool, mean metrics)."""
+    Returns (params, batch_stats, opt_state, ready [] bool, metrics): the steps' mean loss terms and gradient norm,
+    and "finite", 1.0 when every step's loss and gradient norm and the resulting params, batch statistics and
+    optimizer state are finite, else 0.0 (the host loop stops on 0.0: az_jax/loop.py)."""
     cfg = setup.config
     local_done = buffer.done.sum()
     ready = (jax.lax.psum(local_done, DEVICE_AXIS) >= max(cfg.min_replay_size, 1)) & (
@@ -180,7 +182,8 @@ def learn(
     )
     optimizer = learner.make_optimizer(cfg, learning_rates)
     local_batch = cfg.batch_size // jax.lax.axis_size(DEVICE_AXIS)
-    zeros = dict.fromkeys(("loss", "policy_loss", "value_loss", "l2"), jnp.float32(0))
+    # the metrics of a step that does not run (not `ready`)
+    idle = {**dict.fromkeys(("loss", "policy_loss", "value_loss", "l2", "grad_norm"), jnp.float32(0)), "finite": True}
 
     def step(carry, key):
         # The step always runs and `ready` selects its result: a lax.cond would put the network's backward pass in a
@@ -192,7 +195,7 @@ def learn(
             symmetry_game=cfg.game if cfg.augment_symmetries else None,
             value_target_mix=cfg.value_target_mix,
         )
-        new = learner.train_step(
+        *new, metrics = learner.train_step(
             *carry,
             batch,
             apply_fn=setup.learn_apply,
@@ -200,12 +203,15 @@ def learn(
             weight_decay=cfg.weight_decay,
             axis_name=DEVICE_AXIS,
         )
-        return jax.tree.map(lambda n, o: jnp.where(ready, n, o), (new[:3], new[3]), (carry, zeros))
+        metrics["finite"] = jnp.isfinite(metrics["loss"]) & jnp.isfinite(metrics["grad_norm"])
+        return jax.tree.map(lambda n, o: jnp.where(ready, n, o), (tuple(new), metrics), (carry, idle))
 
     (params, batch_stats, opt_state), metrics = jax.lax.scan(
         step, (params, batch_stats, opt_state), jax.random.split(rng_key, cfg.train_steps_per_iteration)
     )
-    return params, batch_stats, opt_state, ready, jax.tree.map(jnp.mean, metrics)
+    finite = metrics.pop("finite").all() & learner.all_finite((params, batch_stats, opt_state))
+    metrics = {**jax.tree.map(jnp.mean, metrics), "finite": finite.astype(jnp.float32)}
+    return params, batch_stats, opt_state, ready, metrics
 
 
 def iteration(setup: Setup, state: TrainState, learning_rates: jax.Array | None = None) -> tuple[TrainState, dict]:

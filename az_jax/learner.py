@@ -77,12 +77,19 @@ def train_step(
 ):
     """One SGD step on this device's share of the global batch; gradients averaged over `axis_name`.
 
-    Returns (params, batch_stats, opt_state, metrics), identical on every device. Inside a sharded program this
-    relies on az_jax/devices.py's `check_vma=False` (the gradient of replicated parameters is this device's own, and
-    `pmean` averages it)."""
+    Returns (params, batch_stats, opt_state, metrics), identical on every device; the metrics are loss_fn's and
+    "grad_norm", the global norm of the averaged gradient. Inside a sharded program this relies on az_jax/devices.py's
+    `check_vma=False` (the gradient of replicated parameters is this device's own, and `pmean` averages it)."""
     grads, (batch_stats, metrics) = jax.grad(loss_fn, has_aux=True)(params, batch_stats, apply_fn, batch, weight_decay)
     if axis_name is not None:
         grads = jax.lax.pmean(grads, axis_name)
         metrics = jax.lax.pmean(metrics, axis_name)
+    metrics = {**metrics, "grad_norm": optax.tree.norm(grads)}
     updates, opt_state = optimizer.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), batch_stats, opt_state, metrics
+
+
+def all_finite(tree) -> jax.Array:
+    """[] bool: no NaN or ±inf in any floating-point leaf of `tree` (integer leaves, e.g. step counts, are skipped)."""
+    checks = [jnp.isfinite(x).all() for x in jax.tree.leaves(tree) if jnp.issubdtype(x.dtype, jnp.inexact)]
+    return jnp.stack(checks).all() if checks else jnp.bool_(True)

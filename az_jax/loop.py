@@ -4,11 +4,14 @@
 progress bar, metric files, checkpoints, evaluation matches — lives here, outside the jitted iteration.
 """
 
+import math
 import os
+import sys
 import time
 from collections.abc import Callable
 
 import jax
+from jax.experimental import multihost_utils
 
 from az_jax import arena, distributed
 from az_jax import checkpoint as ckpt
@@ -20,6 +23,28 @@ from az_jax.metrics import MetricsWriter
 from az_jax.trainer import Trainer
 
 ProgressFn = Callable[[int, dict], None]
+
+
+class DivergenceError(RuntimeError):
+    """Training produced a non-finite loss, gradient norm or weight. The run stopped before anything of that
+    iteration was saved (checkpoint, metrics), so its newest checkpoint is the last good state."""
+
+
+def divergence_message(iteration: int, metrics: dict, last_checkpoint: int | None) -> str:
+    """The one-line error for `iteration`, whose metrics say "train/finite" 0: what diverged and what to do."""
+    named = (("train/loss", "loss"), ("train/grad_norm", "gradient norm"))
+    what = [f"the {name} is {metrics[key]:g}" for key, name in named if not math.isfinite(metrics[key])]
+    what = what or ["the updated weights are not finite"]
+    kept = (
+        f"the newest checkpoint (iteration {last_checkpoint}) is intact: lower learning_rates (--set "
+        f"learning_rates=...) and run the same command again to resume from it"
+        if last_checkpoint is not None
+        else "no checkpoint was written yet: lower learning_rates (--set learning_rates=...) and start again"
+    )
+    return (
+        f"training diverged at iteration {iteration}: {' and '.join(what)} (learning rate "
+        f"{metrics['train/learning_rate']:g}); nothing of iteration {iteration} was saved and {kept}"
+    )
 
 
 def baseline_matches(trainer: Trainer, num_games: int, num_simulations: int) -> dict:
@@ -41,11 +66,15 @@ def prepare_run_dir(config: config_lib.Config, run_dir: str) -> config_lib.Confi
     (e.g. num_iterations) may change on resume."""
     path = os.path.join(run_dir, "config.json")
     if os.path.exists(path):
-        with open(path) as f:
-            try:
-                saved = config_lib.from_json(f.read())
-            except config_lib.ConfigError as e:
-                raise ckpt.CheckpointError(f"{path} is not a valid az_jax config: {e}") from None
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as e:  # a directory, unreadable, not UTF-8
+            raise ckpt.CheckpointError(f"{path} cannot be read as an az_jax config ({type(e).__name__})") from None
+        try:
+            saved = config_lib.from_json(text)
+        except config_lib.ConfigError as e:
+            raise ckpt.CheckpointError(f"{path} is not a valid az_jax config: {e}") from None
         ckpt.check_compatible(saved, config, run_dir)
     return config
 
@@ -59,10 +88,35 @@ def write_config(config: config_lib.Config, run_dir: str) -> None:
 
 
 def restore_or_init(trainer: Trainer, manager) -> TrainState:
-    steps = manager.all_steps()
+    """The state a run starts from: its newest checkpoint that restores whole, or a fresh state if it has none.
+
+    Checkpoints newer than that one that are damaged (ckpt.DamagedCheckpointError) are moved aside to
+    RUN_DIR/checkpoints_damaged/ (ckpt.move_aside, by the main process), with one warning line each on stderr. They
+    are moved only once an older checkpoint has restored: when none restores, nothing is moved and the error names
+    the newest one's fault (a fault shared by all, such as a changed network, is no damage to move away)."""
+    steps = sorted(manager.all_steps(), reverse=True)
     if not steps:
         return trainer.init_state()
-    return ckpt.restore(manager, max(steps), trainer.abstract_state(), trainer.config)
+    damaged: list[tuple[int, ckpt.DamagedCheckpointError]] = []
+    for step in steps:
+        try:
+            state = ckpt.restore(manager, step, trainer.abstract_state(), trainer.config)
+        except ckpt.DamagedCheckpointError as e:
+            damaged.append((step, e))
+            continue
+        for bad, error in damaged:
+            if distributed.is_main_process():  # one process moves the files (a shared file system)
+                where = ckpt.move_aside(manager, bad)
+                warning = f"{error}; moved it to {where}; resuming from checkpoint {step}"
+                print(f"az-jax: warning: {warning}", file=sys.stderr)
+        if damaged and jax.process_count() > 1:  # every process sees the moves before it re-reads its step list
+            multihost_utils.sync_global_devices("az_jax: damaged checkpoints moved aside")
+            manager.reload()
+        return state
+    raise ckpt.CheckpointError(
+        f"no checkpoint of {os.path.dirname(str(manager.directory))} restores ({len(steps)} tried); "
+        f"the newest: {damaged[0][1]}"
+    )
 
 
 def train_and_evaluate(
@@ -73,7 +127,10 @@ def train_and_evaluate(
     progress_fn: ProgressFn | None = None,
     devices=None,
 ) -> TrainState:
-    """Trains `config` in `run_dir`, resuming from its latest checkpoint; returns the final TrainState."""
+    """Trains `config` in `run_dir`, resuming from its latest checkpoint; returns the final TrainState.
+
+    Raises DivergenceError on the first iteration whose loss, gradient norm or new weights are not finite; nothing
+    of that iteration is checkpointed or written to the metric files."""
     mesh = make_mesh(devices)
     config.validate(mesh.size)
     config = prepare_run_dir(config, run_dir)
@@ -89,6 +146,7 @@ def train_and_evaluate(
     # identically.
     eval_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_003)
     gating_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_033)
+    # initial=start: what an interrupted run logged after its last checkpoint is dropped; those iterations run again.
     writer = MetricsWriter(
         run_dir, total=config.num_iterations, initial=start, progress=progress, active=distributed.is_main_process()
     )
@@ -99,6 +157,9 @@ def train_and_evaluate(
             metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
             seconds = time.perf_counter() - t0
             done = it + 1
+            if metrics["train/finite"] != 1.0:  # stop before this iteration is gated, evaluated, saved or logged
+                manager.wait_until_finished()
+                raise DivergenceError(divergence_message(done, metrics, manager.latest_step()))
             if config.gating and done % config.gating_interval == 0:
                 # A separate jitted match on the same devices, decided on device (az_jax/gating.py). The next
                 # self-play plays the best player, so it waits for the match in any case; only its W/D/L come back.
@@ -131,9 +192,11 @@ def train_and_evaluate(
                             f"eval/vs_{name}_seconds": time.perf_counter() - t1,
                         }
                     )
+            # The line first, then the checkpoint: a kill between the two leaves a line that the resume trims
+            # (MetricsWriter), never a checkpoint whose iteration has no line.
+            writer.write(done, metrics)
             if done % config.checkpoint_every == 0 or done == config.num_iterations:
                 ckpt.save(manager, state, config)
-            writer.write(done, metrics)
             if progress_fn is not None:
                 progress_fn(done, metrics)
     finally:

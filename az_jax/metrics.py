@@ -1,4 +1,7 @@
-"""Metric sinks of the host loop: a JSONL file and TensorBoard event files in the run dir, and a progress bar."""
+"""Metric sinks of the host loop: a JSONL file and TensorBoard event files in the run dir, and a progress bar.
+
+A resumed run logs each iteration after its checkpoint again, so opening the sinks at iteration `initial` first forgets
+every later iteration: `metrics.jsonl` is rewritten without them, and TensorBoard hides their events (a purge step)."""
 
 import json
 import math
@@ -11,8 +14,53 @@ from tqdm import tqdm
 from az_jax.files import read_jsonl
 
 
+def _iteration(line: str) -> int | None:
+    """The iteration of a `metrics.jsonl` line, or None if the line is not a record with an integer iteration."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    iteration = record.get("iteration") if isinstance(record, dict) else None
+    return iteration if type(iteration) is int else None
+
+
+def kept_lines(text: str, last: int) -> list[str]:
+    """The lines (newline included) of the `metrics.jsonl` text `text` a run resumed at iteration `last` keeps: the
+    last record of each iteration up to `last`, in iteration order. Dropped: records of later iterations (the resumed
+    run logs them again), a last line without its newline (a write cut short by a kill) and lines that are no record."""
+    lines: dict[int, str] = {}
+    for line in text.split("\n")[:-1]:  # the piece after the last newline is empty or a cut-short write
+        iteration = _iteration(line)
+        if iteration is not None and iteration <= last:
+            lines[iteration] = line + "\n"
+    return [lines[i] for i in sorted(lines)]
+
+
+def truncate_metrics(path: str, last: int) -> None:
+    """Rewrites the `metrics.jsonl` file `path` to `kept_lines(…, last)`; the file is replaced whole (a temporary file
+    beside it, renamed over it) and only if a line goes. A missing file stays missing."""
+    if not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+        text = f.read()
+    kept = "".join(kept_lines(text, last))
+    if kept == text:
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"  # beside the target (same file system, so os.replace is atomic)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(kept)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
 class MetricsWriter:
-    """Writes `metrics.jsonl` (one object per iteration) and TensorBoard events under `RUN_DIR/tensorboard`.
+    """Writes `metrics.jsonl` (one object per iteration) and TensorBoard events under `RUN_DIR/tensorboard`, for a run
+    that starts after iteration `initial` (its restored checkpoint; 0 for a new run): records and events of later
+    iterations left by an earlier, interrupted run are dropped first, so each iteration is logged once.
 
     `active=False` (every process of a multi-process run but process 0) writes no file and shows no progress bar."""
 
@@ -21,8 +69,11 @@ class MetricsWriter:
         if not active:
             return
         os.makedirs(run_dir, exist_ok=True)
-        self._jsonl = open(os.path.join(run_dir, "metrics.jsonl"), "a")
-        self._tb = SummaryWriter(os.path.join(run_dir, "tensorboard"))
+        path = os.path.join(run_dir, "metrics.jsonl")
+        truncate_metrics(path, initial)
+        self._jsonl = open(path, "a")
+        # TensorBoard hides every event of a step >= purge_step written before this writer's first event.
+        self._tb = SummaryWriter(os.path.join(run_dir, "tensorboard"), purge_step=initial + 1)
         self._bar = tqdm(total=total, initial=initial, unit="it", dynamic_ncols=True, disable=not progress)
         self._start = time.time()
 
@@ -35,6 +86,7 @@ class MetricsWriter:
         for key, value in metrics.items():
             if isinstance(value, (int, float)) and math.isfinite(value):
                 self._tb.add_scalar(key, value, iteration)
+        self._tb.flush()  # on disk with its line: a kill loses neither, and the resume trims both alike
         postfix = {
             "pos/s": f"{metrics.get('perf/positions_per_second', 0):.0f}",
             "loss": f"{metrics.get('train/loss', 0):.3f}",

@@ -377,10 +377,43 @@ def _first_mover_score(text: str, first: str, second: str) -> float:
     return 1.0 if t.startswith(first) else -1.0 if t.startswith(second) else 0.0
 
 
+def _sgf_node_line(data: bytes, index: int) -> int:
+    """The 1-based line of the `index`-th node (the root is 0) of the SGF main line: its ';' in document order (the
+    main line is every branch's first variation, so its nodes come first), skipping property values."""
+    count, in_value, escaped = -1, False, False
+    for position, byte in enumerate(data):
+        if in_value:
+            in_value, escaped = (escaped or byte != ord("]")), (not escaped and byte == ord("\\"))
+        elif byte == ord("["):
+            in_value = True
+        elif byte == ord(";"):
+            count += 1
+            if count == index:
+                return data.count(b"\n", 0, position) + 1
+    return data.count(b"\n") + 1
+
+
+def _sgf_raw_move(node) -> str:
+    """A node's move property as written, e.g. 'B[zz]'."""
+    colour = "B" if node.has_property("B") else "W"
+    return f"{colour}[{node.get_raw(colour).decode('utf-8', 'replace')}]"
+
+
 def from_sgf(text: str | bytes) -> GameRecord:
-    """A Go record from SGF text (ours or another program's: the main line, Black first, alternating colours)."""
+    """A Go record from SGF text (ours or another program's: the main line, Black first, alternating colours).
+    RecordError with one line on anything that does not parse (naming the line of a bad move)."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
     try:
-        game = sgf.Sgf_game.from_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+        return _from_sgf(data)
+    except RecordError:
+        raise
+    except ValueError as e:  # sgfmill's checks of property values, e.g. HA[x]
+        raise RecordError(f"not a valid SGF file: {e or 'bad property value'}") from None
+
+
+def _from_sgf(data: bytes) -> GameRecord:
+    try:
+        game = sgf.Sgf_game.from_bytes(data)
     except ValueError as e:
         raise RecordError(f"not a valid SGF file: {e}") from None
     root = game.get_root()
@@ -392,7 +425,11 @@ def from_sgf(text: str | bytes) -> GameRecord:
         raise RecordError("SGF set-up stones / handicap are not supported: pgx games start from the empty board")
     actions = []
     for ply, node in enumerate(game.get_main_sequence()[1:], start=1):
-        colour, move = node.get_move()
+        try:
+            colour, move = node.get_move()
+        except ValueError:
+            where = f"SGF line {_sgf_node_line(data, ply)}, move {ply}"
+            raise RecordError(f"{where}: {_sgf_raw_move(node)} is not a point on the {size}x{size} board") from None
         if colour is None:
             if any(node.has_property(p) for p in ("AB", "AW", "AE")):
                 raise RecordError(f"SGF node {ply}: set-up stones are not supported")
@@ -404,7 +441,10 @@ def from_sgf(text: str | bytes) -> GameRecord:
                 f"colours, Black first)"
             )
         vertex = go.PASS if move is None else common.format_vertex(move)
-        actions.append(go.vertex_to_action(vertex, size))
+        try:
+            actions.append(go.vertex_to_action(vertex, size))
+        except ValueError as e:
+            raise RecordError(f"SGF line {_sgf_node_line(data, ply)}, move {ply}: {e}") from None
     first_player, meta = 0, {}
     if root.has_property("GC") and root.get("GC").startswith(_SGF_TAG):
         try:
@@ -417,8 +457,81 @@ def from_sgf(text: str | bytes) -> GameRecord:
     return GameRecord(name, tuple(actions), result, (black, white), first_player, tuple(meta.items()))
 
 
+_PGN_EXTRA_TOKEN = re.compile(r"[0-9]+\.*|[+#]+")  # move numbers and check marks, which python-chess skips
+
+
+def _pgn_movetext_tokens(line: str, number: int, depth: int) -> tuple[list[str], int, bool]:
+    """(SAN tokens of the main line, variation depth after the line, whether a '{' comment stays open) of one line of
+    movetext at variation `depth`; RecordError naming the line on text that is not PGN movetext."""
+    moves: list[str] = []
+    i = 0
+    while i < len(line):
+        if line[i].isspace():
+            i += 1
+        elif line[i] == "{":
+            close = line.find("}", i)
+            if close < 0:
+                return moves, depth, True
+            i = close + 1
+        elif line[i] == ";":
+            break
+        elif match := chess.pgn.MOVETEXT_REGEX.match(line, i) or _PGN_EXTRA_TOKEN.match(line, i):
+            token = match.group(0)
+            depth += (token == "(") - (token == ")")
+            if depth < 0:
+                raise RecordError(f"PGN line {number}: ')' closes no variation")
+            if depth == 0 and match.re is chess.pgn.MOVETEXT_REGEX and match.group(1):
+                moves.append(token)
+            i = match.end()
+        else:
+            raise RecordError(f"PGN line {number}: {line[i:].split()[0]!r} is not a move, move number or result")
+    return moves, depth, False
+
+
+def _pgn_main_line(text: str) -> list[tuple[int, str]]:
+    """(line number, SAN) of each main-line move of the first game in PGN text. Checks what python-chess skips
+    silently: a malformed tag line or a word that is not a move is a RecordError naming its line."""
+    moves: list[tuple[int, str]] = []
+    depth, in_comment, in_movetext, comment_line = 0, False, False, 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if in_comment:
+            close = line.find("}")
+            if close < 0:
+                continue
+            line, in_comment = line[close + 1 :], False
+        elif not line.strip():
+            if in_movetext:  # an empty line ends the first game
+                break
+            continue
+        elif line.startswith(("%", ";")):
+            continue
+        elif line.lstrip().startswith("[") and not in_movetext:
+            if not chess.pgn.TAG_REGEX.match(line.strip()):
+                raise RecordError(f'PGN line {number}: a tag must look like [Name "value"], got {line.strip()!r}')
+            continue
+        in_movetext = True
+        tokens, depth, in_comment = _pgn_movetext_tokens(line, number, depth)
+        moves.extend((number, token) for token in tokens)
+        comment_line = number if in_comment else comment_line
+    if in_comment:
+        raise RecordError(f"PGN line {comment_line}: a '{{' comment is never closed")
+    return moves
+
+
+def _check_pgn_moves(moves: list[tuple[int, str]]) -> None:
+    """Plays the main line's SAN on a board: an illegal or ambiguous move is a RecordError naming its line."""
+    board = chess.Board()
+    for ply, (number, san) in enumerate(moves, start=1):
+        try:
+            board.push(board.parse_san(san))
+        except ValueError as e:
+            raise RecordError(f"PGN line {number}, ply {ply}: {e}") from None
+
+
 def from_pgn(text: str) -> GameRecord:
-    """A chess record from PGN text (the first game's main line, from the standard starting position)."""
+    """A chess record from PGN text (the first game's main line, from the standard starting position). RecordError
+    with one line, naming the line, on text that is not PGN or a move that is not legal."""
+    moves = _pgn_main_line(text)
 
     class _Builder(chess.pgn.GameBuilder):
         def handle_error(self, error):  # collect, do not log: the caller reports one line
@@ -427,11 +540,12 @@ def from_pgn(text: str) -> GameRecord:
     game = chess.pgn.read_game(io.StringIO(text), Visitor=_Builder)
     if game is None:
         raise RecordError("no game in the PGN text")
-    if game.errors:
-        raise RecordError(f"PGN: {game.errors[0]}")
     headers = {k: _pgn_unescape(v) for k, v in game.headers.items()}
     if "FEN" in headers or headers.get("SetUp") == "1":
         raise RecordError("PGN starts from a set-up position (FEN); pgx chess games start from the initial position")
+    _check_pgn_moves(moves)
+    if game.errors:  # e.g. an illegal move in a variation
+        raise RecordError(f"PGN: {game.errors[0]}")
     board, actions = chess.Board(), []
     for ply, move in enumerate(game.mainline_moves(), start=1):
         try:
@@ -450,18 +564,49 @@ def from_pgn(text: str) -> GameRecord:
     return GameRecord("chess", tuple(actions), result, players, first_player, tuple(meta.items()))
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_json_types(data: Any) -> None:
+    """RecordError naming the first field of a JSON record whose type is wrong."""
+    if not isinstance(data, dict):
+        raise RecordError(f"JSON record: expected an object, got {type(data).__name__}")
+    checks = {
+        "game": lambda v: isinstance(v, str),
+        "result": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+        "first_player": lambda v: _is_int(v) and v in (0, 1),
+        "players": lambda v: isinstance(v, list) and len(v) == 2 and all(isinstance(p, str) for p in v),
+        "meta": lambda v: isinstance(v, dict) and all(isinstance(x, (str, int, float, bool)) for x in v.values()),
+        "moves": lambda v: isinstance(v, list) and all(isinstance(m, str) for m in v),
+        "actions": lambda v: isinstance(v, list) and all(_is_int(a) for a in v),
+    }
+    wanted = {
+        "game": "a game name",
+        "result": "+1, 0 or -1",
+        "first_player": "0 or 1",
+        "players": "a list of two names",
+        "meta": "an object of strings",
+        "moves": "a list of moves (strings)",
+        "actions": "a list of integers",
+    }
+    if "game" not in data:
+        raise RecordError('JSON record: no "game"')
+    for key, check in checks.items():
+        if key in data and not check(data[key]):
+            raise RecordError(f"JSON record: {key} must be {wanted[key]}, got {json.dumps(data[key])[:80]}")
+
+
 def from_json(text: str) -> GameRecord:
-    """A record from our JSON text ("actions", or only "moves" in the game's notation)."""
+    """A record from our JSON text ("actions", or only "moves" in the game's notation). RecordError with one line on
+    text that is not JSON (naming the line) or a field of the wrong type."""
     try:
         data = json.loads(text)
-        game = data["game"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise RecordError(f"not a game record in JSON: {e!r}") from None
-    if not isinstance(data.get("result", 0), (int, float)) or not math.isfinite(data.get("result", 0)):
-        raise RecordError(f"JSON record: result must be +1, 0 or -1, got {data.get('result')!r}")
+    except (ValueError, RecursionError) as e:  # RecursionError: nested thousands deep
+        raise RecordError(f"not a game record in JSON: {e}") from None
+    _check_json_types(data)
+    game = data["game"]
     first_player, players = data.get("first_player", 0), data.get("players", ["?", "?"])
-    if first_player not in (0, 1) or not isinstance(players, list) or len(players) != 2:
-        raise RecordError("JSON record: first_player must be 0 or 1 and players a list of two names")
     actions = data.get("actions")
     if actions is None:
         if game not in GAMES:

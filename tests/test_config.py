@@ -133,3 +133,17 @@ def test_json_round_trip():
     assert from_json(Config().to_json()) == Config()
     with pytest.raises(ConfigError, match="JSON"):
         from_json("{not json")
+
+
+def test_ints_are_bounded_to_int32_and_json_is_judged_the_same():
+    assert override(Config(), ["seed=2147483647"]).seed == 2**31 - 1  # the largest int32
+    assert override(Config(), ["seed=-2147483648"]).seed == -(2**31)
+    assert override(Config(), ["num_blocks=1e5"]).num_blocks == 100_000  # an integral float is still accepted
+    with pytest.raises(ConfigError, match="^num_blocks must be"):
+        dataclasses.replace(preset("tic_tac_toe"), num_blocks=2**31).validate()
+    with pytest.raises(ConfigError, match="^c_init must be a finite number"):
+        from_json('{"c_init": NaN}')  # Python's json reads NaN and Infinity
+    with pytest.raises(ConfigError, match="^num_blocks must be"):
+        from_json('{"num_blocks": ' + "1" * 400 + "}")
+    with pytest.raises(ConfigError, match="^config is not valid JSON"):
+        from_json('{"num_blocks": ' + "9" * 5000 + "}")  # beyond Python's 4,300 digits for int()

@@ -41,7 +41,7 @@ from az_jax import devices as devices_lib
 from az_jax import iteration as iteration_lib
 from az_jax.devices import DEVICE_AXIS, sharded
 from az_jax.iteration import Setup, TrainState, state_partition_specs
-from az_jax.loop import write_config
+from az_jax.loop import DivergenceError, write_config
 
 MEMBER_AXIS = "m"
 
@@ -276,6 +276,12 @@ def train_population(
             state, metrics = trainer.iterate(state)
             metrics = jax.device_get(metrics)
             seconds = time.perf_counter() - t0
+            diverged = [i for i, finite in enumerate(metrics["train/finite"]) if finite != 1.0]
+            if diverged:  # as a run alone would stop (az_jax/loop.py); nothing of this iteration is written
+                raise DivergenceError(
+                    f"population members {diverged} diverged at iteration {it + 1} (loss or gradient norm not finite): "
+                    f"lower their learning rates"
+                )
             total = trainer.num_members * config.positions_per_iteration / seconds
             per_member = [
                 {

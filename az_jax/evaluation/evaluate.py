@@ -58,6 +58,7 @@ def evaluate(
     player: str | None = None,
     game: str | None = None,
     out_dir: str | None = None,
+    weights: str = "best",
     log=print,
 ) -> match_lib.MatchSummary:
     """Plays the run's agent (or, with `player` and `game`, any player spec) against `opponent`; appends the summary
@@ -73,7 +74,7 @@ def evaluate(
         games_root = os.path.join(run_dir, "games")
     else:
         assert run_dir is not None  # the CLI requires --run-dir or --player
-        agent = load_agent(run_dir, step=step)
+        agent = load_agent(run_dir, step=step, weights=weights)
         game = agent.config.game
         agent_player = players_lib.agent_player(
             agent, simulations, name=f"{os.path.basename(os.path.abspath(run_dir))}@{agent.step}"

@@ -118,6 +118,7 @@ def run_ladder(
     anchor: str = "random",
     seed: int = 0,
     steps: str | None = None,
+    weights: str = "best",
     log=print,
 ) -> str:
     """Plays the missing pairings, fits the ratings, writes the table and plots; returns the table (markdown)."""
@@ -131,7 +132,7 @@ def run_ladder(
         if missing:
             raise ckpt.CheckpointError(f"{run_dir} has no checkpoint(s) {missing} (has {all_steps})")
         all_steps = wanted
-    agents = {f"step{s}": load_agent(run_dir, step=s) for s in all_steps}
+    agents = {f"step{s}": load_agent(run_dir, step=s, weights=weights) for s in all_steps}
     game = next(iter(agents.values())).config.game
     players = {name: players_lib.agent_player(a, simulations, name=name) for name, a in agents.items()}
     sims = next(iter(players.values())).simulations

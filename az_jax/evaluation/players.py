@@ -42,6 +42,8 @@ from envs.notation import go
 from envs.notation.chess_moves import action_to_move, move_to_action
 
 RESIGN = -2  # what an engine session's genmove returns when the engine resigns
+MAX_SIMULATIONS = 1_000_000  # search simulations per move a spec may ask for (beyond this it is a typo)
+MAX_OPTION = 2**31 - 1  # the largest integer option (engines' options are 32-bit)
 
 
 class PlayerSpecError(ValueError):
@@ -88,31 +90,60 @@ Player = JaxPlayer | EnginePlayer
 _OPTIONS = re.compile(r"^[a-z_]+=[^,=:]+(,[a-z_]+=[^,=:]+)*$")
 
 
-def _split_options(text: str) -> tuple[str, dict[str, str]]:
+def _option_dict(items: str, spec: str) -> dict[str, str]:
+    """'k=v,k2=v2' -> {k: v, k2: v2}; a key given twice is a PlayerSpecError."""
+    pairs = [item.split("=", 1) for item in items.split(",")]
+    keys = [key for key, _ in pairs]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise PlayerSpecError(f"{spec!r}: option {twice[0]} is given twice")
+    return dict(pairs)
+
+
+def _split_options(text: str, spec: str) -> tuple[str, dict[str, str]]:
     """'body:k=v,k2=v2' -> ('body', {k: v, k2: v2}); a body without a trailing option list is returned whole."""
     head, sep, tail = text.rpartition(":")
     if sep and _OPTIONS.match(tail):
-        return head, dict(item.split("=", 1) for item in tail.split(","))
+        return head, _option_dict(tail, spec)
     if _OPTIONS.match(text):
-        return "", dict(item.split("=", 1) for item in text.split(","))
+        return "", _option_dict(text, spec)
     return text, {}
 
 
-def _number(options: dict, key: str, kind, default, spec: str, low=None):
+def _only_options(text: str, spec: str) -> dict[str, str]:
+    """The options of a player that takes nothing else ('k=v,k2=v2' or ''): anything else is a PlayerSpecError."""
+    body, options = _split_options(text, spec)
+    if body:
+        raise PlayerSpecError(f"{spec!r}: expected options key=value[,key=value...], got {body!r}")
+    return options
+
+
+def _number(options: dict, key: str, kind, default, spec: str, low=None, high=None):
+    """Option `key` as an int or float (popped from `options`), else `default`: PlayerSpecError if it is not a
+    number, not finite, or outside [low, high] (an int's `high` defaults to MAX_OPTION)."""
     if key not in options:
         return default
+    text = options.pop(key)
     try:
-        value = kind(options.pop(key))
-    except ValueError:
+        value = kind(text)
+    except (ValueError, OverflowError):
         raise PlayerSpecError(f"{spec!r}: {key} must be a {kind.__name__}") from None
+    if kind is float and not math.isfinite(value):
+        raise PlayerSpecError(f"{spec!r}: {key} must be a finite number, got {text!r}")
+    high = MAX_OPTION if high is None and kind is int else high
     if low is not None and value < low:
         raise PlayerSpecError(f"{spec!r}: {key} must be >= {low}, got {value}")
+    if high is not None and value > high:
+        raise PlayerSpecError(f"{spec!r}: {key} must be <= {high}, got {value}")
     return value
 
 
 def _no_more(options: dict, spec: str, allowed: str) -> None:
     if options:
         raise PlayerSpecError(f"{spec!r}: unknown option(s) {', '.join(sorted(options))} (allowed: {allowed})")
+
+
+WEIGHTS = ("best", "latest")  # a gated run's best player (AlphaGo Zero's evaluator), or its latest weights
 
 
 def make_player(spec: str, game: str, *, default_simulations: int | None = None) -> Player:
@@ -122,17 +153,20 @@ def make_player(spec: str, game: str, *, default_simulations: int | None = None)
     if kind == "random" and not rest:
         return JaxPlayer("random", _random_apply)
     if kind == "mcts":
-        _, options = _split_options(rest)
-        sims = _number(options, "sims", int, 1000, spec, low=1)
+        options = _only_options(rest, spec)
+        sims = _number(options, "sims", int, 1000, spec, low=1, high=MAX_SIMULATIONS)
         c = _number(options, "c", float, math.sqrt(2), spec, low=0.0)
-        rollouts = _number(options, "rollouts", int, 1, spec, low=1)
+        rollouts = _number(options, "rollouts", int, 1, spec, low=1, high=MAX_SIMULATIONS)
         _no_more(options, spec, "sims, c, rollouts")
         name = f"mcts{sims}" + (f"_c{c:g}" if "c=" in rest else "") + (f"_r{rollouts}" if rollouts > 1 else "")
         return JaxPlayer(name, _mcts_apply(game, sims, c, rollouts), simulations=sims)
     if kind == "run":
-        body, options = _split_options(rest)
-        sims = _number(options, "sims", int, None, spec, low=0)
-        _no_more(options, spec, "sims")
+        body, options = _split_options(rest, spec)
+        sims = _number(options, "sims", int, None, spec, low=0, high=MAX_SIMULATIONS)
+        weights = options.pop("weights", "best")
+        if weights not in WEIGHTS:
+            raise PlayerSpecError(f"{spec!r}: weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+        _no_more(options, spec, "sims, weights")
         path, at, step_text = body.rpartition("@")
         if not at:
             path, step_text = body, ""
@@ -142,9 +176,9 @@ def make_player(spec: str, game: str, *, default_simulations: int | None = None)
             step = int(step_text) if step_text else None
         except ValueError:
             raise PlayerSpecError(f"{spec!r}: the step after @ must be an integer") from None
-        return run_player(path, step=step, simulations=sims, game=game)
+        return run_player(path, step=step, simulations=sims, game=game, weights=weights)
     if kind == "gnugo":
-        _, options = _split_options(rest)
+        options = _only_options(rest, spec)
         level = _number(options, "level", int, 10, spec, low=0)
         _no_more(options, spec, "level")
         exe = find_executable("gnugo")
@@ -214,8 +248,11 @@ def run_player(
     simulations: int | None = None,
     game: str | None = None,
     name: str | None = None,
+    weights: str = "best",
 ) -> JaxPlayer:
-    agent = load_agent(path, step=step)
+    """A run's network as a player: checkpoint `step` (default the latest readable one), `weights` "best" (a gated
+    run's best player) or "latest"."""
+    agent = load_agent(path, step=step, weights=weights)
     if game is not None and agent.config.game != game:
         raise PlayerSpecError(f"{path} is a {agent.config.game} run, not {game}")
     return agent_player(agent, simulations, name=name or f"{os.path.basename(os.path.abspath(path))}@{agent.step}")
@@ -302,7 +339,7 @@ class UCISession:
 def uci_player(rest: str, game: str, spec: str) -> EnginePlayer:
     if game != "chess":
         raise PlayerSpecError(f"UCI engines play chess here; {game} is not chess")
-    body, options = _split_options(rest)
+    body, options = _split_options(rest, spec)
     if not body.strip():
         raise PlayerSpecError(f"{spec!r}: give the engine's command line, e.g. uci:stockfish:elo=1350")
     command = shlex.split(body)
@@ -310,7 +347,7 @@ def uci_player(rest: str, game: str, spec: str) -> EnginePlayer:
     if exe is None:
         raise PlayerSpecError(f"{spec!r}: engine {command[0]!r} not found (Debian package stockfish)")
     command[0] = exe
-    skill = _number(options, "skill", int, None, spec, low=0)
+    skill = _number(options, "skill", int, None, spec, low=0, high=20)
     elo = _number(options, "elo", int, None, spec, low=0)
     uci_options = strength_options(skill_level=skill, elo=elo)
     uci_options["Threads"] = _number(options, "threads", int, 1, spec, low=1)

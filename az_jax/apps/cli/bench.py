@@ -8,6 +8,8 @@ import sys
 
 import jax
 
+from az_jax.apps.cli.args import check_game_overrides, devices, path, positive_int
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("bench", help="measure throughput, compile time, memory, FLOPs and MFU of a config")
@@ -16,12 +18,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
     parser.add_argument(
         "--devices",
-        type=int,
+        type=devices,
         default=argparse.SUPPRESS,
         help="devices to use (on CPU: host devices to create; default: one per core)",
     )
-    parser.add_argument("--repeats", type=int, default=3, help="timed calls per measurement (median reported)")
-    parser.add_argument("--json", default=None, metavar="PATH", help="write the JSON here (default: stdout)")
+    parser.add_argument("--repeats", type=positive_int, default=3, help="timed calls per measurement (median reported)")
+    parser.add_argument("--json", type=path, default=None, metavar="PATH", help="write the JSON here (default: stdout)")
     return parser
 
 
@@ -29,7 +31,11 @@ def run(args) -> int:
     from az_jax import config as config_lib  # starts JAX's backend: after main's device set-up
     from az_jax.apps import bench  # the same
 
+    check_game_overrides(args.game, args.set or [])
     config = config_lib.override(config_lib.preset(args.game, args.preset), args.set or [])
+    if args.devices and args.devices > len(jax.devices()):
+        raise config_lib.ConfigError(f"--devices {args.devices}: only {len(jax.devices())} devices are available")
+    config.validate(args.devices or len(jax.devices()))  # before anything compiles
     devices = jax.devices()[: args.devices] if args.devices else None
     log = lambda message: print(f"az-jax bench: {message}", file=sys.stderr, flush=True)
     result = bench.run_benchmark(config, devices=devices, repeats=args.repeats, log=log)

@@ -4,24 +4,26 @@ results and one summary line printed."""
 import argparse
 import sys
 
+from az_jax.apps.cli.args import add_weights, non_negative_int, path, positive_int, seed, simulations
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "eval", help="play a trained run against another player; append the result to the run"
     )
     who = parser.add_mutually_exclusive_group(required=True)
-    who.add_argument("--run-dir", help="the run (or one checkpoint directory) to evaluate")
+    who.add_argument("--run-dir", type=path, help="the run (or one checkpoint directory) to evaluate")
     who.add_argument(
         "--player", metavar="SPEC", help="instead of a run: any player spec (with --game), e.g. gnugo:level=1"
     )
     parser.add_argument("--game", default=None, help="with --player: the game")
     parser.add_argument(
-        "--out-dir", default=None, help="with --player: where results.jsonl and games go (default runs/eval)"
+        "--out-dir", type=path, default=None, help="with --player: where results.jsonl and games go (default runs/eval)"
     )
-    parser.add_argument("--step", type=int, default=None, help="checkpoint step (default: latest)")
+    parser.add_argument("--step", type=non_negative_int, default=None, help="checkpoint step (default: latest)")
     parser.add_argument(
         "--simulations",
-        type=int,
+        type=simulations,
         default=None,
         help="search simulations per move (default: the run's eval_simulations; 0: raw policy)",
     )
@@ -29,20 +31,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--opponent",
         required=True,
         metavar="SPEC",
-        help='random | mcts:sims=N | run:DIR[@STEP][:sims=N] | gnugo[:level=N] | gtp:"COMMAND" | '
+        help='random | mcts:sims=N | run:DIR[@STEP][:sims=N,weights=best|latest] | gnugo[:level=N] | gtp:"COMMAND" | '
         "uci:COMMAND[:elo=N,skill=N,nodes=N,movetime=S]",
     )
-    parser.add_argument("--games", type=int, default=100, help="games, colours alternating (default 100)")
+    parser.add_argument("--games", type=positive_int, default=100, help="games, colours alternating (default 100)")
     parser.add_argument(
         "--opening-plies",
-        type=int,
+        type=non_negative_int,
         default=None,
         help="random opening plies, each opening played from both sides (default: 4; tic_tac_toe 2)",
     )
-    parser.add_argument("--batch-size", type=int, default=None, help="games played at once on device (default: all)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--batch-size", type=positive_int, default=None, help="games played at once on device (default: all)"
+    )
+    parser.add_argument("--seed", type=seed, default=0)
     parser.add_argument("--no-games", action="store_true", help="do not write the game records")
     parser.add_argument("--verbose", action="store_true", help="a line per finished game (engine matches)")
+    add_weights(parser)
     return parser
 
 
@@ -67,6 +72,7 @@ def run(args) -> int:
         player=args.player,
         game=args.game,
         out_dir=args.out_dir,
+        weights=args.weights,
         log=log,
     )
     print(summary.line())

@@ -3,14 +3,16 @@
 import argparse
 import sys
 
+from az_jax.apps.cli.args import add_weights, path, positive_int, seed, simulations
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("ladder", help="Elo of every checkpoint of a run (plus baselines): table and plots")
-    parser.add_argument("run_dir", help="the run directory")
-    parser.add_argument("--games", type=int, default=100, help="games per pairing (default 100)")
+    parser.add_argument("run_dir", type=path, help="the run directory")
+    parser.add_argument("--games", type=positive_int, default=100, help="games per pairing (default 100)")
     parser.add_argument(
         "--simulations",
-        type=int,
+        type=simulations,
         default=None,
         help="search simulations per move for the checkpoints (default: the run's eval_simulations)",
     )
@@ -21,7 +23,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("--anchor", default="random", help="the player whose Elo is 0 (default: random)")
     parser.add_argument("--steps", default=None, help="comma-separated checkpoint steps (default: all)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed, default=0)
+    add_weights(parser)
     return parser
 
 
@@ -37,6 +40,7 @@ def run(args) -> int:
         anchor=args.anchor,
         seed=args.seed,
         steps=args.steps,
+        weights=args.weights,
         log=log,
     )
     print(table)

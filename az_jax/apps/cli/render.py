@@ -3,15 +3,19 @@
 import argparse
 import sys
 
+from az_jax.apps.cli.args import non_negative_int, path
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("render", help="draw a position (from a game record or a move list) as SVG or PNG")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--record", default=None, metavar="FILE", help="a game record (.sgf, .pgn or .json)")
+    source.add_argument("--record", type=path, default=None, metavar="FILE", help="a game record (.sgf, .pgn or .json)")
     source.add_argument("--game", default=None, help="game name (see envs.GAMES), with --moves")
-    parser.add_argument("--ply", type=int, default=None, help="with --record: position after K plies (default: end)")
+    parser.add_argument(
+        "--ply", type=non_negative_int, default=None, help="with --record: position after K plies (default: end)"
+    )
     parser.add_argument("--moves", default=None, help='with --game: moves in the game\'s notation, e.g. "e2e4 e7e5"')
-    parser.add_argument("--out", required=True, metavar="FILE", help="output picture, FILE.svg or FILE.png")
+    parser.add_argument("--out", type=path, required=True, metavar="FILE", help="output picture, FILE.svg or FILE.png")
     return parser
 
 

@@ -5,6 +5,8 @@ on the CPU."""
 import argparse
 import sys
 
+from az_jax.apps.cli.args import path, positive_int
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
@@ -13,10 +15,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "processes, finished ones skipped, results.csv and plots",
     )
     parser.add_argument(
-        "spec", help="the sweep spec, a JSON file (see az_jax/apps/sweep/spec.py and experiments/README.md)"
+        "spec", type=path, help="the sweep spec, a JSON file (see az_jax/apps/sweep/spec.py and experiments/README.md)"
     )
-    parser.add_argument("--sweep-dir", default=None, help="where the trials' run dirs go (default runs/sweeps/NAME)")
-    parser.add_argument("--parallel", type=int, default=1, help="trials at once, each on its own share of the devices")
+    parser.add_argument(
+        "--sweep-dir", type=path, default=None, help="where the trials' run dirs go (default runs/sweeps/NAME)"
+    )
+    parser.add_argument(
+        "--parallel", type=positive_int, default=1, help="trials at once, each on its own share of the devices"
+    )
     parser.add_argument(
         "--devices",
         dest="device_ids",

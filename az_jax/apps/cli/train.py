@@ -2,8 +2,14 @@
 processes."""
 
 import argparse
+import errno
+import json
 import os
 import sys
+
+import jax
+
+from az_jax.apps.cli.args import check_game_overrides, non_negative_int, path, positive_int
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -16,7 +22,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "full scale) or small_agz (small with the AlphaGo Zero switches)",
     )
     parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
-    parser.add_argument("--run-dir", default=None, help="output directory (default runs/GAME-PRESET)")
+    parser.add_argument("--run-dir", type=path, default=None, help="output directory (default runs/GAME-PRESET)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
         "--coordinator",
@@ -27,14 +33,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--num-processes",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="several processes: how many (env AZ_JAX_NUM_PROCESSES)",
     )
     parser.add_argument(
         "--process-id",
-        type=int,
+        type=non_negative_int,
         default=None,
         metavar="I",
         help="several processes: this one's index 0..N-1 (env AZ_JAX_PROCESS_ID)",
@@ -42,12 +48,40 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def check_run_dir(config, run_dir: str) -> None:
+    """Makes `run_dir` if needed and checks that it is a writable directory whose config.json, if it has one, is a
+    readable UTF-8 JSON file of a run `config` may resume: an OSError, ConfigError or CheckpointError naming the path
+    otherwise, before anything is compiled."""
+    from az_jax.config import ConfigError  # starts JAX's backend: after main's device set-up
+    from az_jax.loop import prepare_run_dir  # the same
+
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), run_dir)
+    os.makedirs(run_dir, exist_ok=True)
+    if not os.access(run_dir, os.W_OK | os.X_OK):
+        raise OSError(errno.EACCES, "not writable (read-only file system or no permission)", run_dir)
+    path = os.path.join(run_dir, "config.json")
+    if os.path.lexists(path):
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            json.loads(data.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{path} is not UTF-8 text (byte {e.start}); it is not an az_jax config") from None
+        except (ValueError, RecursionError) as e:  # RecursionError: nested thousands deep
+            raise ConfigError(f"{path} is not valid JSON ({e}); it is not an az_jax config") from None
+    prepare_run_dir(config, run_dir)  # again in train_and_evaluate; here its errors come before the line below
+
+
 def run(args) -> int:
     from az_jax import config as config_lib  # starts JAX's backend: after main's device set-up and multi-process join
     from az_jax.loop import train_and_evaluate  # the same
 
+    check_game_overrides(args.game, args.set or [])
     config = config_lib.override(config_lib.preset(args.game, args.preset), args.set or [])
+    config.validate(len(jax.devices()))  # the same check as train_and_evaluate's, before the run dir is made
     run_dir = args.run_dir or os.path.join("runs", f"{args.game}-{args.preset}")
+    check_run_dir(config, run_dir)
     print(f"az-jax: training {config.game} ({args.preset} preset) in {os.path.abspath(run_dir)}", file=sys.stderr)
     try:
         train_and_evaluate(config, run_dir, progress=not args.no_progress)

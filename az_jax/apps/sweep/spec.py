@@ -60,17 +60,46 @@ class Sweep:
     axes: tuple[str, ...]  # the params' keys, in column order (grid axes, random keys, "seed")
 
 
+MAX_TRIALS = 100_000  # a spec expanding to more trials than this is a mistake
+
+
 def load_spec(path: str) -> dict:
+    """The JSON object in the file at `path`; SweepError (one line, naming the file) if it is not one."""
     try:
-        with open(path) as f:
-            spec = json.load(f)
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+        spec = json.loads(text)
     except OSError as e:
         raise SweepError(f"cannot read sweep spec {path}: {e.strerror}") from None
-    except json.JSONDecodeError as e:
+    except UnicodeDecodeError as e:
+        raise SweepError(f"sweep spec {path} is not UTF-8 text (byte {e.start})") from None
+    except (ValueError, RecursionError) as e:  # RecursionError: nested thousands deep
         raise SweepError(f"sweep spec {path} is not valid JSON: {e}") from None
     if not isinstance(spec, dict):
         raise SweepError(f"sweep spec {path} must be a JSON object")
     return spec
+
+
+def _check_types(spec: dict) -> None:
+    """SweepError naming the first top-level key of a spec whose value has the wrong type."""
+    expected = {
+        "name": (str, "a string"),
+        "description": (str, "a string"),
+        "game": (str, "a game name"),
+        "preset": (str, "a preset name"),
+        "set": (list, 'a list of "key=value" strings'),
+        "grid": (dict, "an object of axes"),
+        "random": (dict, "an object of distributions"),
+        "num_samples": (int, "an integer"),
+        "sample_seed": (int, "an integer"),
+        "seeds": (list, "a list of integers"),
+    }
+    for key, (kind, what) in expected.items():
+        if key in spec and (not isinstance(spec[key], kind) or isinstance(spec[key], bool)):
+            raise SweepError(f"sweep spec: {key!r} must be {what}, got {json.dumps(spec[key])[:80]}")
+    for key in ("num_samples", "sample_seed"):
+        if not 0 <= spec.get(key, 0) <= MAX_TRIALS:
+            raise SweepError(f"sweep spec: {key!r} must be from 0 to {MAX_TRIALS}, got {spec[key]}")
 
 
 def cli_value(value: Any) -> str:
@@ -116,12 +145,14 @@ def _sample(key: str, dist: Any, rng: np.random.Generator) -> Any:
     if not (
         isinstance(args, list)
         and len(args) == 2
-        and all(isinstance(a, (int, float)) for a in args)
+        and all(isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(a) for a in args)
         and args[0] <= args[1]
     ):
-        raise SweepError(f"random: {key!r} {kind} needs [low, high] with low <= high, got {args!r}")
+        raise SweepError(f"random: {key!r} {kind} needs finite [low, high] with low <= high, got {args!r}")
     low, high = args
     if kind == "int":
+        if max(abs(low), abs(high)) >= 2**53:
+            raise SweepError(f"random: {key!r} int needs bounds below 2**53 in size, got {args!r}")
         return int(rng.integers(int(low), int(high) + 1))
     if kind == "log_uniform":
         if low <= 0:
@@ -143,10 +174,14 @@ def build_sweep(spec: dict, extra_set: Sequence[str] = (), num_devices: int = 1)
         raise SweepError(f"unknown sweep spec key {unknown[0]!r}; known: {', '.join(SPEC_KEYS)}")
     if "game" not in spec:
         raise SweepError('the sweep spec needs a "game"')
+    _check_types(spec)
     game, preset = spec["game"], spec.get("preset", "small")
     base = list(spec.get("set", [])) + list(extra_set)
     if not all(isinstance(s, str) for s in base):
         raise SweepError('"set" must be a list of "key=value" strings')
+    overridden = [s.partition("=")[0].strip() for s in base] + list(spec.get("grid", {})) + list(spec.get("random", {}))
+    if "game" in overridden:
+        raise SweepError('the sweep\'s game is its spec\'s "game", not a "set" item, grid axis or random key')
     base_config = config_lib.override(config_lib.preset(game, preset), base)
     grid = spec.get("grid", {})
     random_keys = spec.get("random", {})
@@ -157,7 +192,7 @@ def build_sweep(spec: dict, extra_set: Sequence[str] = (), num_devices: int = 1)
     for key in random_keys:
         if key not in config_lib.FIELDS:
             raise SweepError(f"random: {key!r} is not a config key; known keys: {', '.join(config_lib.FIELDS)}")
-    num_samples = int(spec.get("num_samples", 1 if random_keys else 0) or 0)
+    num_samples = spec.get("num_samples", 1 if random_keys else 0)
     if random_keys and num_samples <= 0:
         raise SweepError('"num_samples" must be positive when "random" is given')
     seeds = spec.get("seeds", [base_config.seed])
@@ -166,7 +201,10 @@ def build_sweep(spec: dict, extra_set: Sequence[str] = (), num_devices: int = 1)
     if "seed" in grid or "seed" in random_keys:
         raise SweepError('sweep seeds with "seeds", not as a grid or random axis')
 
-    rng = np.random.default_rng(int(spec.get("sample_seed", 0)))
+    count = math.prod(len(v) for v in grid.values()) * max(num_samples, 1) * len(seeds)
+    if count > MAX_TRIALS:
+        raise SweepError(f"the sweep spec makes {count} trials, more than {MAX_TRIALS}")
+    rng = np.random.default_rng(spec.get("sample_seed", 0))
     samples = [{k: _sample(k, d, rng) for k, d in random_keys.items()} for _ in range(num_samples)] or [{}]
     points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())] if grid else [{}]
     trials: list[Trial] = []

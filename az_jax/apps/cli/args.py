@@ -1,0 +1,79 @@
+"""The command line's argument parser and its number types: a bad argument is one line `az-jax: error: ...`, exit 2.
+
+argparse prints the usage and then the error (two lines or more) and exits; `Parser` raises `UsageError` instead, so
+that `main` reports it like every other user error. The type functions check a number where it is read, so that a
+count of 0, a negative number of simulations or a seed of 1e30 never reach the library.
+"""
+
+import argparse
+import re
+from typing import NoReturn
+
+MAX_SIMULATIONS = 1_000_000  # search simulations per move (the same bound as players.MAX_SIMULATIONS)
+MAX_SEED = 2**32 - 1  # seeds are jax.random.key seeds; a 32-bit unsigned range is portable
+MAX_COUNT = 10**9  # games, repeats, batch sizes, processes, plies: beyond this a value is a typo
+MAX_DEVICES = 65_536  # --devices: host CPU devices to create, or accelerators to use
+
+
+class UsageError(Exception):
+    """A command line that does not parse (one-line message)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are a UsageError naming the (sub)command, not usage text and an exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def _integer(text: str) -> int:
+    """An integer from decimal digits (with a sign): no floats, no '1e3', no thousands of digits."""
+    if not re.fullmatch(r"[+-]?[0-9]{1,30}", text.strip()):
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+    return int(text)
+
+
+def bounded_int(low: int, high: int):
+    """The argparse type of an integer in [low, high]."""
+
+    def parse(text: str) -> int:
+        value = _integer(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be an integer from {low} to {high}, got {text!r}")
+        return value
+
+    parse.__name__ = f"integer in [{low}, {high}]"
+    return parse
+
+
+positive_int = bounded_int(1, MAX_COUNT)
+non_negative_int = bounded_int(0, MAX_COUNT)
+simulations = bounded_int(0, MAX_SIMULATIONS)
+seed = bounded_int(0, MAX_SEED)
+devices = bounded_int(1, MAX_DEVICES)
+
+
+def path(text: str) -> str:
+    """The argparse type of a file or directory path: not empty, no NUL character (which no system call takes)."""
+    if not text or "\x00" in text:
+        raise argparse.ArgumentTypeError(f"expected a path, got {text!r}")
+    return text
+
+
+def check_game_overrides(game: str, overrides: list[str]) -> None:
+    """A `--set game=X` naming another game than `--game` is a UsageError: the run dir is named after --game, and the
+    two must not disagree."""
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if sep and key.strip() == "game" and value.strip() != game:
+            raise UsageError(f"--game {game} and --set {item.strip()} disagree; give the game with --game only")
+
+
+def add_weights(parser) -> None:
+    """`--weights best|latest`: which weights of a run play (az_jax.agent.load_agent's `weights`)."""
+    parser.add_argument(
+        "--weights",
+        choices=("best", "latest"),
+        default="best",
+        help="a gated (AlphaGo Zero) run's best player, the default, or its latest weights; the same for other runs",
+    )
