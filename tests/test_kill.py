@@ -70,6 +70,12 @@ def _logged(run_dir: str) -> int:
         return 0
 
 
+def _unfinished_checkpoints(run_dir: str) -> int:
+    """Checkpoint folders orbax had not finished (its temporary names) when the process died."""
+    path = os.path.join(run_dir, "checkpoints")
+    return sum("tmp" in name for name in os.listdir(path)) if os.path.isdir(path) else 0
+
+
 def _final_state(run_dir: str):
     config = override(preset("tic_tac_toe", "small"), SETTINGS)
     manager = ckpt.make_manager(run_dir, read_only=True)
@@ -83,7 +89,7 @@ def test_killed_at_random_points_and_resumed_is_the_uninterrupted_run(tmp_path):
 
     killed = str(tmp_path / "killed")
     rng = np.random.default_rng(0)
-    kills = 0
+    kills = mid_write = 0
     for _ in range(30):
         proc = subprocess.Popen(_command(killed), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         if kills < 5:
@@ -93,15 +99,17 @@ def test_killed_at_random_points_and_resumed_is_the_uninterrupted_run(tmp_path):
             deadline = time.monotonic() + 300
             while _logged(killed) < target and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.005)
-            time.sleep(rng.uniform(0.0, 0.06))
+            time.sleep(0.0 if kills == 0 else rng.uniform(0.0, 0.06))  # the first kill lands in the save
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait()
                 kills += 1
+                mid_write += _unfinished_checkpoints(killed)
                 continue
         _, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err.decode()[-2000:]
         break
     assert kills == 5, f"only {kills} kills landed before the run finished"
+    assert mid_write >= 1, "no kill interrupted a checkpoint write"
     assert [r["iteration"] for r in read_metrics(killed)] == list(range(1, ITERATIONS + 1))
     chex.assert_trees_all_equal(_final_state(straight), _final_state(killed))

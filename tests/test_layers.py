@@ -73,7 +73,7 @@ def test_project_imports_inside_functions_say_why():
             if in_function and name.startswith(("az_jax", "envs")):
                 text = lines_of.setdefault(path, path.read_text().splitlines())
                 # the comment is on the line, or on a comment line just above a block of such imports
-                above = [text[i].strip() for i in range(line - 2, max(line - 8, -1), -1)]
+                above = [text[i].strip() for i in range(line - 2, -1, -1)]  # up to the line above the block
                 block_comment = next((s for s in above if not s.startswith(("from ", "import "))), "")
                 assert "#" in text[line - 1] or block_comment.startswith("#"), (
                     f"{path.relative_to(ROOT)}:{line} imports {name} inside a function without saying why"
