@@ -30,7 +30,6 @@ import collections
 import dataclasses
 import os
 import queue
-import shlex
 import shutil
 import subprocess
 import threading
@@ -40,7 +39,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from az_jax.engines.errors import EngineCrashed, EngineError, EngineProtocolError, EngineTimeout
-from az_jax.engines.process import KILL_GRACE_S, seconds, tail, terminate_group
+from az_jax.engines.process import KILL_GRACE_S, launch_settings, seconds, tail, terminate_group
 from envs.notation import go
 
 DEFAULT_TIMEOUT_S = 30.0  # per command
@@ -144,21 +143,16 @@ class GTPEngine:
         cwd: str | None = None,
         env: dict[str, str] | None = None,
     ):
-        argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
-        if not argv:
-            raise ValueError("empty engine command")
-        self.argv = tuple(argv)
-        self.timeout = seconds("timeout", timeout)
-        self.start_timeout = seconds("start_timeout", start_timeout)
-        self.move_timeout = seconds("move_timeout", move_timeout)
-        self.kill_grace = seconds("kill_grace", kill_grace)
+        self.argv, self.timeout, self.start_timeout, self.move_timeout, self.kill_grace = launch_settings(
+            command, timeout, start_timeout, move_timeout, kill_grace
+        )
         self._size: int | None = None  # set by boardsize(); used to validate genmove replies
         self._closed = False
         self._answered = False  # whether any command has been answered (start_timeout applies until then)
         self._dead_reason: str | None = None  # set once the engine was killed after an error
         try:
             self._proc = subprocess.Popen(
-                argv,
+                self.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -167,7 +161,7 @@ class GTPEngine:
                 start_new_session=True,  # own process group: close() kills the whole tree
             )
         except OSError as e:
-            raise EngineCrashed(f"cannot start engine {argv!r}: {e}") from e
+            raise EngineCrashed(f"cannot start engine {self.argv!r}: {e}") from e
         self._finalizer = weakref.finalize(self, _end_group, self._proc, self.kill_grace)
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)

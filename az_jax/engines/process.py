@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 import signal
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 KILL_GRACE_S = 0.5  # how long a SIGTERMed group may take to exit before it is SIGKILLed
 _POLL_S = 0.01
@@ -27,6 +28,23 @@ def seconds(name: str, value: float) -> float:
     if not math.isfinite(out) or out <= 0:
         raise ValueError(f"{name} must be a finite number of seconds > 0, not {value!r}")
     return out
+
+
+def launch_settings(
+    command: Sequence[str] | str, timeout: float, start_timeout: float, move_timeout: float, kill_grace: float
+) -> tuple[tuple[str, ...], float, float, float, float]:
+    """An engine's command line as argv (a string is split like a shell would) and its four time-outs, checked:
+    (argv, timeout, start_timeout, move_timeout, kill_grace). ValueError for an empty command or a bad time-out."""
+    argv = tuple(shlex.split(command) if isinstance(command, str) else [str(a) for a in command])
+    if not argv:
+        raise ValueError("empty engine command")
+    return (
+        argv,
+        seconds("timeout", timeout),
+        seconds("start_timeout", start_timeout),
+        seconds("move_timeout", move_timeout),
+        seconds("kill_grace", kill_grace),
+    )
 
 
 def _stat_fields(stat: str) -> tuple[str, int]:

@@ -21,7 +21,6 @@ import asyncio
 import collections
 import concurrent.futures
 import os
-import shlex
 import signal
 import subprocess
 import threading
@@ -34,7 +33,16 @@ import chess
 import chess.engine
 
 from az_jax.engines.errors import EngineCrashed, EngineError, EngineProtocolError, EngineTimeout
-from az_jax.engines.process import KILL_GRACE_S, group_members, reason, seconds, signal_group, tail, terminate_group
+from az_jax.engines.process import (
+    KILL_GRACE_S,
+    group_members,
+    launch_settings,
+    reason,
+    seconds,
+    signal_group,
+    tail,
+    terminate_group,
+)
 
 __all__ = ["UCIEngine", "strength_options"]
 
@@ -237,25 +245,20 @@ class UCIEngine:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
     ):
-        argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
-        if not argv:
-            raise ValueError("empty engine command")
-        self.argv = tuple(argv)
-        self.timeout = seconds("timeout", timeout)
-        self.start_timeout = seconds("start_timeout", start_timeout)
-        self.move_timeout = seconds("move_timeout", move_timeout)
-        self.kill_grace = seconds("kill_grace", kill_grace)
+        self.argv, self.timeout, self.start_timeout, self.move_timeout, self.kill_grace = launch_settings(
+            command, timeout, start_timeout, move_timeout, kill_grace
+        )
         self._closed = False
         self._dead_reason: str | None = None
-        self._rt = _Runtime(os.path.basename(argv[0]), self.kill_grace)
+        self._rt = _Runtime(os.path.basename(self.argv[0]), self.kill_grace)
         self._finalizer = weakref.finalize(self, self._rt.shutdown, False)
         try:
-            self._rt.run(lambda: self._rt.spawn(argv, cwd, env), self.start_timeout)
+            self._rt.run(lambda: self._rt.spawn(self.argv, cwd, env), self.start_timeout)
         except BaseException as e:
             self._finalizer.detach()
             self._rt.shutdown(quit_first=False)
             if isinstance(e, OSError) and not isinstance(e, TimeoutError) and self._rt.pid is None:
-                raise EngineCrashed(f"cannot start UCI engine {argv!r}: {reason(e)}") from e
+                raise EngineCrashed(f"cannot start UCI engine {self.argv!r}: {reason(e)}") from e
             self._raise_engine_error(e, "start-up (the 'uci' handshake)", self.start_timeout)
         assert self._rt.protocol is not None  # set by spawn()
         self._protocol = self._rt.protocol
