@@ -32,6 +32,17 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 # off (`env={**os.environ, **FAST_COMPILES}`).
 FAST_COMPILES = {"JAX_DISABLE_MOST_OPTIMIZATIONS": "1"}
 
+# The config keys of the tests' tiny runs: a 1-block, 8-channel network, 4 simulations per move, 8 games at a time,
+# minibatches of 16 (with preset("tic_tac_toe", "small"); each test adds its own plies, buffer and schedule).
+TINY_NETWORK = [
+    "num_blocks=1",
+    "num_channels=8",
+    "value_hidden=8",
+    "num_simulations=4",
+    "selfplay_batch_size=8",
+    "batch_size=16",
+]
+
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -24,7 +24,7 @@ from az_jax.loop import train_and_evaluate
 from az_jax.metrics import read_metrics
 from az_jax.trainer import Trainer
 
-from conftest import uninformative_model
+from conftest import TINY_NETWORK, uninformative_model
 
 K = {v: k for k, v in enumerate(resign.GRID)}  # threshold -> its index in the grid
 
@@ -322,14 +322,9 @@ def test_resigned_game_gets_the_targets_of_its_played_out_result():
 
 # --- a tiny connect_four run in alphago_zero mode ------------------------------------------------------------------
 TINY = [
-    "num_blocks=1",
-    "num_channels=8",
-    "value_hidden=8",
-    "num_simulations=4",
-    "selfplay_batch_size=8",
+    *TINY_NETWORK,
     "selfplay_steps=8",
     "replay_capacity=512",
-    "batch_size=16",
     "min_replay_size=16",
     "eval_every=0",
     "checkpoint_every=2",

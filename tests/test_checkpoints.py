@@ -24,18 +24,15 @@ from az_jax.gating import BestPlayer
 from az_jax.loop import prepare_run_dir, restore_or_init, train_and_evaluate
 from az_jax.trainer import Trainer
 
+from conftest import TINY_NETWORK
+
 # tests/test_resume.py's tiny run: 4 iterations, checkpoints at 2 and 4
 CONFIG = override(
     preset("tic_tac_toe", "small"),
     [
-        "num_blocks=1",
-        "num_channels=8",
-        "value_hidden=8",
-        "num_simulations=4",
-        "selfplay_batch_size=8",
+        *TINY_NETWORK,
         "selfplay_steps=4",
         "replay_capacity=256",
-        "batch_size=16",
         "min_replay_size=16",
         "eval_every=0",
         "checkpoint_every=2",

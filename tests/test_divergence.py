@@ -18,16 +18,13 @@ from az_jax.loop import DivergenceError, divergence_message, train_and_evaluate
 from az_jax.metrics import read_metrics
 from az_jax.trainer import Trainer
 
+from conftest import TINY_NETWORK
+
 # tests/test_resume.py's tiny tic-tac-toe run, with a learning rate that overflows float32 within a few steps
 TINY = [
-    "num_blocks=1",
-    "num_channels=8",
-    "value_hidden=8",
-    "num_simulations=4",
-    "selfplay_batch_size=8",
+    *TINY_NETWORK,
     "selfplay_steps=4",
     "replay_capacity=256",
-    "batch_size=16",
     "min_replay_size=16",
     "eval_every=0",
     "train_ratio=1",

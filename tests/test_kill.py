@@ -18,18 +18,13 @@ from az_jax.devices import make_mesh
 from az_jax.metrics import read_metrics
 from az_jax.trainer import Trainer
 
-from conftest import FAST_COMPILES
+from conftest import FAST_COMPILES, TINY_NETWORK
 
 ITERATIONS = 6
 SETTINGS = [
-    "num_blocks=1",
-    "num_channels=8",
-    "value_hidden=8",
-    "num_simulations=4",
-    "selfplay_batch_size=8",
+    *TINY_NETWORK,
     "selfplay_steps=4",
     "replay_capacity=256",
-    "batch_size=16",
     "min_replay_size=16",
     "eval_every=0",
     "checkpoint_every=1",

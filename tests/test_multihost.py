@@ -28,17 +28,12 @@ from az_jax.loop import train_and_evaluate
 from az_jax.metrics import read_metrics
 from az_jax.trainer import Trainer
 
-from conftest import FAST_COMPILES
+from conftest import FAST_COMPILES, TINY_NETWORK
 
 TINY = [
-    "num_blocks=1",
-    "num_channels=8",
-    "value_hidden=8",
-    "num_simulations=4",
-    "selfplay_batch_size=8",
+    *TINY_NETWORK,
     "selfplay_steps=4",
     "replay_capacity=256",
-    "batch_size=16",
     "min_replay_size=16",
     "train_ratio=1",
     "checkpoint_every=2",

@@ -19,7 +19,7 @@ from az_jax import devices, learner
 from az_jax.config import Config, override, preset
 from az_jax.trainer import Trainer
 
-from conftest import random_batch, tiny_network, tiny_variables
+from conftest import TINY_NETWORK, random_batch, tiny_network, tiny_variables
 
 # Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py).
 pytestmark = pytest.mark.usefixtures("fast_compiles")
@@ -84,14 +84,9 @@ def test_two_device_train_step_equals_one_device_step_on_the_whole_batch(two_dev
 
 
 TINY = [
-    "num_blocks=1",
-    "num_channels=8",
-    "value_hidden=8",
-    "num_simulations=4",
-    "selfplay_batch_size=8",
+    *TINY_NETWORK,
     "selfplay_steps=3",
     "replay_capacity=256",
-    "batch_size=16",
     "min_replay_size=1",
     "train_ratio=0.5",
 ]  # G = max(1, round(0.5 · 8 · 3 / 16)) = 1 gradient step per iteration

@@ -14,19 +14,16 @@ from az_jax.config import ConfigError, override, preset
 from az_jax.devices import make_mesh
 from az_jax.trainer import Trainer
 
+from conftest import TINY_NETWORK
+
 # tic_tac_toe, 8 games × 9 plies per iteration (every game ends inside the first iteration, so learning starts at
 # once): G = round(0.5 × 8 × 9 / 16) = round(2.25) = 2 gradient steps per iteration, 2 iterations = 4 steps. The
 # schedule's boundary at step 3 falls inside the second iteration, so the per-member schedule values are exercised
 # on both sides of it.
 TINY = [
-    "num_blocks=1",
-    "num_channels=8",
-    "value_hidden=8",
-    "num_simulations=4",
-    "selfplay_batch_size=8",
+    *TINY_NETWORK,
     "selfplay_steps=9",
     "replay_capacity=256",
-    "batch_size=16",
     "min_replay_size=16",
     "eval_every=0",
     "train_ratio=0.5",

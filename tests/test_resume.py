@@ -7,15 +7,12 @@ from az_jax import checkpoint as ckpt
 from az_jax.config import override, preset
 from az_jax.loop import train_and_evaluate
 
+from conftest import TINY_NETWORK
+
 TINY = [
-    "num_blocks=1",
-    "num_channels=8",
-    "value_hidden=8",
-    "num_simulations=4",
-    "selfplay_batch_size=8",
+    *TINY_NETWORK,
     "selfplay_steps=4",
     "replay_capacity=256",
-    "batch_size=16",
     "min_replay_size=16",
     "eval_every=0",
     "checkpoint_every=2",
