@@ -1,9 +1,12 @@
 """Host file helpers: JSON Lines logs (one JSON object per line, appended, never rewritten) and CSV tables (written
 whole to a temporary file beside the target, then renamed over it, so a crash never leaves half a file)."""
 
+import contextlib
 import csv
 import json
 import os
+from collections.abc import Iterator
+from typing import TextIO
 
 
 def read_jsonl(path: str) -> list[dict]:
@@ -22,18 +25,27 @@ def append_jsonl(path: str, record: dict) -> None:
         f.write(line)
 
 
-def write_csv(path: str, rows: list[dict], columns: list[str] | None = None) -> None:
-    """Writes `rows` to the CSV file `path` with a header: `columns` (default: the first row's keys) in that order, a
-    missing value written as an empty cell. The file is replaced only once every row is written."""
+@contextlib.contextmanager
+def replaced_whole(path: str, encoding: str = "utf-8") -> Iterator[TextIO]:
+    """`with replaced_whole(path) as f: f.write(...)`: the text goes to a temporary file beside `path` (same file
+    system, so os.replace is atomic), renamed over `path` when the block ends; if it raises, `path` is untouched and
+    the temporary file removed."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"  # beside the target (same file system, so os.replace is atomic)
+    tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        with open(tmp, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]) if columns is None else columns, restval="")
-            writer.writeheader()
-            writer.writerows(rows)
+        with open(tmp, "w", encoding=encoding, newline="") as f:
+            yield f
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+def write_csv(path: str, rows: list[dict], columns: list[str] | None = None) -> None:
+    """Writes `rows` to the CSV file `path` with a header: `columns` (default: the first row's keys) in that order, a
+    missing value written as an empty cell. The file is replaced only once every row is written."""
+    with replaced_whole(path) as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]) if columns is None else columns, restval="")
+        writer.writeheader()
+        writer.writerows(rows)

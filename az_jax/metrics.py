@@ -11,7 +11,7 @@ import time
 from tensorboardX import SummaryWriter
 from tqdm import tqdm
 
-from az_jax.files import read_jsonl
+from az_jax.files import read_jsonl, replaced_whole
 
 
 def _iteration(line: str) -> int | None:
@@ -46,15 +46,8 @@ def truncate_metrics(path: str, last: int) -> None:
     kept = "".join(kept_lines(text, last))
     if kept == text:
         return
-    tmp = f"{path}.{os.getpid()}.tmp"  # beside the target (same file system, so os.replace is atomic)
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as f:
-            f.write(kept)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    with replaced_whole(path) as f:
+        f.write(kept)
 
 
 class MetricsWriter:
