@@ -123,6 +123,9 @@ def test_bad_specs_are_config_errors(spec, message):
 def test_devices_and_shards():
     assert sweep_lib.device_groups([0, 1, 2, 3, 4], 2) == [(0, 1), (2, 3)]
     assert sweep_lib.parse_ids("0,2-3", [0, 1, 2, 3]) == [0, 2, 3]
+    # A range's ends must be available ids, checked before the range is built (this one would be 10^11 ids).
+    with pytest.raises(sweep_lib.SweepError, match="0-99999999999 is not a range of available ids"):
+        sweep_lib.parse_ids("0-99999999999", [0, 1])
     assert sweep_lib.parse_shard("1/3") == (1, 3)
     for bad in ["3/3", "1", "-1/2"]:
         with pytest.raises(sweep_lib.SweepError, match="--shard must be I/N"):

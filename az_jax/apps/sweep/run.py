@@ -66,6 +66,12 @@ def parse_ids(text: str | None, available: Sequence[int]) -> list[int]:
         if not match:
             raise SweepError(f"--devices must be ids like 0,1,4-7, got {text!r}")
         low, high = int(match[1]), int(match[2] or match[1])
+        outside = [i for i in (low, high) if i not in available]
+        if outside or low > high:  # checked before the range is built: '0-99999999999' names no real device
+            raise SweepError(
+                f"--devices {text!r}: {part.strip()} is not a range of available ids "
+                f"(have {','.join(map(str, available))})"
+            )
         ids.extend(range(low, high + 1))
     if len(set(ids)) != len(ids) or not ids:
         raise SweepError(f"--devices lists no device or one twice: {text!r}")
