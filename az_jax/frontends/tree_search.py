@@ -1,0 +1,337 @@
+"""One game's search tree, kept between calls: searched in chunks of simulations (time control, live analysis) and
+carried over to the next move (tree reuse). mctx keeps no tree between calls; this module does.
+
+API (batch of one game; host-side object around jitted pure functions):
+
+    ts = TreeSearch(agent, capacity=8192, chunk=32)   # agent: az_jax.agent.Agent; env: agent.env unless given
+    ts.reset(state)                 # an unbatched pgx state: a fresh root, no tree
+    ts.search(64)                   # adds up to 64 simulations to the tree (fewer once `capacity` is full); returns
+                                    # how many it added
+    ts.visits                       # simulations in the tree under the root (int)
+    ts.moves()                      # [MoveInfo], most visited first: action, visits, winrate, prior, pv (actions)
+    ts.best_action()                # the most visited legal action (ties: the higher prior), as Agent.act plays
+    ts.value                        # the root's search value for the player to move, in [-1, 1]
+    ts.play(action)                 # the game moves on: the chosen child's subtree becomes the tree; ts.reused says
+                                    # how many of its visits were carried over
+    ts.state                        # the current (unbatched) pgx state
+    ts.full                         # the tree has no room for another chunk
+
+    think(ts, seconds=2.0, max_visits=None, stop=event.is_set, on_chunk=callback)
+                                    # searches chunk by chunk until `seconds` have passed, the tree holds
+                                    # `max_visits` visits, stop() is true (checked between chunks) or the tree is full;
+                                    # calls on_chunk() after each chunk (live analysis); returns simulations added
+
+How the tree is continued, using mctx's public API only: `mctx.muzero_policy` takes a `loop_fn` that runs its
+simulation loop `loop_fn(0, num_simulations, body, (key, fresh_tree))`. Ours runs the same body on the kept tree
+from simulation `start` instead. In mctx every simulation adds exactly one node, numbered `simulation + 1` (the depth
+limit is the tree's capacity, never reached), so a tree whose root has V visits holds nodes 0..V−1 and the next
+simulation is number V − 1. The search is PUCT without root noise (AlphaZero, Methods: evaluation and matches) and
+deterministic but for mctx's tie-breaking noise (1e-7 · uniform added to the PUCT scores), whose key we make a
+function of the simulation's number (`fold_in(tree key, number)`). So chunks of 16 + 16 simulations give the same tree
+as one search of 32 (tests/test_tree_search.py checks it), and a reused subtree is the tree a search from that
+position would have grown after the simulations that passed through it (the same visits, where no two PUCT scores
+tie exactly: the tie-breaks are drawn with other numbers).
+
+Reuse: after `play(a)`, the node reached by `a` becomes the root: its subtree (node_visits[a] nodes, the root's count
+included) is copied to nodes 0..V−1 in the order of its node numbers, so a parent still comes before its children and
+the simulations added next number on from V − 1 as above. A node reached by an action never searched gives a fresh
+root. The priors kept in the subtree are the network's at that node (no noise ever enters an engine's tree), which is
+what a fresh root there would get, so the continued search is a search from the new position with a head start.
+Gumbel search is not continued: its sequential halving plans the whole budget in advance; an engine searches by PUCT
+(the run's c_init and c_base) whatever the run's acting search.
+"""
+
+import dataclasses
+import functools
+import math
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+import pgx
+
+from az_jax import search as search_lib
+
+Tree = mctx.Tree  # the tree type (a chex dataclass) and its constants (NO_PARENT, UNVISITED)
+
+
+@dataclasses.dataclass(frozen=True)
+class MoveInfo:
+    action: int
+    visits: int
+    winrate: float  # in [0, 1], for the player to move at the root: (1 + Q) / 2 of the child; its prior's if unvisited
+    prior: float  # the network's probability of the action at the root
+    pv: tuple[int, ...]  # principal variation: this action, then the most visited child at each node below
+
+
+def _batched(state: pgx.State) -> pgx.State:
+    return jax.tree.map(lambda x: x[None], state)
+
+
+def _unbatched(state: pgx.State) -> pgx.State:
+    return jax.tree.map(lambda x: x[0], state)
+
+
+class _Programs:
+    """The jitted pure functions of one (network, game, capacity, chunk): shared by every TreeSearch that uses them."""
+
+    def __init__(self, apply_fn, env: pgx.Env, c_init: float, c_base: float, capacity: int):
+        self.env = env
+        self.capacity = capacity
+        recurrent_fn = search_lib.make_recurrent_fn(env, apply_fn)
+
+        def policy(variables, key, state, loop_fn):
+            """mctx.muzero_policy on one batched state [1, ...], its loop replaced by `loop_fn`; -> the tree."""
+            logits, value = apply_fn(variables, state.observation)
+            root = mctx.RootFnOutput(
+                prior_logits=search_lib.mask_logits(logits, state.legal_action_mask), value=value, embedding=state
+            )
+            return mctx.muzero_policy(
+                variables,
+                key,
+                root,
+                recurrent_fn,
+                capacity,
+                invalid_actions=~state.legal_action_mask,
+                qtransform=functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0),
+                dirichlet_fraction=0.0,
+                pb_c_init=c_init,
+                pb_c_base=c_base,
+                loop_fn=loop_fn,
+            ).search_tree
+
+        def fresh(variables, key, state):
+            """A tree of the root alone (mctx's own initial tree: root evaluated, one visit)."""
+            return policy(variables, key, state, lambda lower, upper, body, init: init)
+
+        def extend(variables, key, tree, start, count):
+            """`count` more simulations on `tree`, numbered from `start` (= root visits − 1)."""
+
+            def loop_fn(lower, upper, body, init):
+                def numbered(sim, carry):  # simulation `sim` gets the same key in whatever chunk it runs
+                    return body(sim, (jax.random.fold_in(key, sim), carry[1]))
+
+                return jax.lax.fori_loop(start, start + count, numbered, (init[0], tree))
+
+            state = jax.tree.map(lambda x: x[:, 0], tree.embeddings)
+            return policy(variables, key, state, loop_fn)
+
+        def subtree(tree, order, size, remap, legal):
+            """The nodes `order` [capacity] (the subtree first, in node order; padding after `size`) renumbered by
+            `remap` [capacity] (old -> new, −1 outside the subtree) as a tree of their own, rooted at order[0]."""
+            keep = jnp.arange(capacity) < size  # [capacity]
+
+            def take(x, fill):
+                taken = jnp.take(x, order, axis=1)
+                mask = keep.reshape((1, capacity) + (1,) * (x.ndim - 2))
+                return jnp.where(mask, taken, jnp.asarray(fill, x.dtype))
+
+            def renumber(index):
+                return jnp.where(index >= 0, remap[jnp.maximum(index, 0)], index)
+
+            parents = renumber(take(tree.parents, Tree.NO_PARENT)).at[:, 0].set(Tree.NO_PARENT)
+            return tree.replace(
+                node_visits=take(tree.node_visits, 0),
+                raw_values=take(tree.raw_values, 0),
+                node_values=take(tree.node_values, 0),
+                parents=parents,
+                action_from_parent=take(tree.action_from_parent, Tree.NO_PARENT).at[:, 0].set(Tree.NO_PARENT),
+                children_index=renumber(take(tree.children_index, Tree.UNVISITED)),
+                children_prior_logits=take(tree.children_prior_logits, 0),
+                children_values=take(tree.children_values, 0),
+                children_visits=take(tree.children_visits, 0),
+                children_rewards=take(tree.children_rewards, 0),
+                children_discounts=take(tree.children_discounts, 0),
+                embeddings=jax.tree.map(lambda x: take(x, 0), tree.embeddings),
+                root_invalid_actions=~legal[None],
+            )
+
+        self.fresh = jax.jit(fresh)
+        self.extend = jax.jit(extend, donate_argnums=2)
+        self.subtree = jax.jit(subtree)
+        self.step = jax.jit(env.step)
+        self.softmax = jax.jit(jax.nn.softmax)
+
+
+@functools.cache
+def _programs(apply_fn, env, c_init, c_base, capacity) -> _Programs:
+    return _Programs(apply_fn, env, c_init, c_base, capacity)
+
+
+class TreeSearch:
+    """See the module docstring. Not thread-safe: one thread searches it at a time."""
+
+    def __init__(self, agent, env: pgx.Env | None = None, capacity: int = 8192, chunk: int = 32, seed: int = 0):
+        if capacity < 2 or chunk < 1:
+            raise ValueError(f"capacity must be >= 2 and chunk >= 1, got {capacity} and {chunk}")
+        self.agent = agent
+        self.env = env if env is not None else agent.env
+        self.capacity = capacity
+        self.chunk = chunk
+        self.variables = agent.variables
+        config = agent.config
+        self._programs = _programs(agent.setup.apply_fn, self.env, config.c_init, config.c_base, capacity)
+        self._key = jax.random.key(seed)
+        self._tree_key = self._key
+        self.reused = 0
+        self.state: pgx.State | None = None
+        self._tree: mctx.Tree | None = None
+        self._host: dict[str, np.ndarray] = {}
+
+    def _next_key(self) -> jax.Array:
+        self._key, key = jax.random.split(self._key)
+        return key
+
+    # -- the tree ----------------------------------------------------------------------------------------------------
+
+    def reset(self, state: pgx.State) -> None:
+        """A fresh root at `state` (unbatched): the root evaluated, no simulations."""
+        self.state = state
+        self._tree_key = self._next_key()  # the tree's simulations' keys: fold_in(this, simulation number)
+        self._tree = self._programs.fresh(self.variables, self._tree_key, _batched(state))
+        self.reused = 0
+        self._host = {}
+
+    def _require(self) -> mctx.Tree:
+        if self._tree is None:
+            raise RuntimeError("TreeSearch: call reset(state) first")
+        return self._tree
+
+    @property
+    def visits(self) -> int:
+        """Simulations in the tree (the root's visit count less its own evaluation)."""
+        return int(self._get("node_visits")[0]) - 1
+
+    @property
+    def full(self) -> bool:
+        return self.visits + 1 >= self.capacity
+
+    def search(self, num_simulations: int) -> int:
+        """Adds up to `num_simulations` simulations, `chunk` at a time (fewer once the tree is full); returns how
+        many it added."""
+        tree = self._require()
+        added = 0
+        while added < num_simulations and not self.full:
+            start = self.visits  # the next simulation's number: nodes 0..visits are in use
+            count = min(self.chunk, num_simulations - added, self.capacity - 1 - start)
+            tree = self._programs.extend(self.variables, self._tree_key, tree, np.int32(start), np.int32(count))
+            self._tree, self._host = tree, {}
+            added += count
+        return added
+
+    def play(self, action: int) -> None:
+        """The game moves on by `action`: the subtree under it becomes the tree (a fresh root if it has none)."""
+        tree = self._require()
+        assert self.state is not None  # set with the tree
+        legal = np.asarray(self.state.legal_action_mask)
+        if not (0 <= action < legal.shape[0] and legal[action]):
+            raise ValueError(f"action {action} is not legal here")
+        next_state = self._programs.step(self.state, jnp.int32(action))
+        child = int(self._get("children_index")[0, action])
+        if child == Tree.UNVISITED:
+            self.reset(next_state)
+            return
+        children = self._get("children_index")  # [capacity, A]
+        order, stack = [], [child]
+        while stack:  # every node of the subtree
+            node = stack.pop()
+            order.append(node)
+            stack.extend(int(c) for c in children[node] if c >= 0)
+        order.sort()  # node order: a parent before its children, as mctx numbered them
+        size = len(order)
+        remap = np.full(self.capacity, -1, np.int32)
+        remap[order] = np.arange(size, dtype=np.int32)
+        padded = np.zeros(self.capacity, np.int32)
+        padded[:size] = order
+        self._tree = self._programs.subtree(tree, padded, np.int32(size), remap, next_state.legal_action_mask)
+        self._host = {}
+        self.state = next_state
+        self.reused = size - 1
+        assert self.visits == self.reused, (self.visits, self.reused)  # node_visits[child] is its subtree's size
+
+    # -- what the tree says ------------------------------------------------------------------------------------------
+
+    def _get(self, name: str) -> np.ndarray:
+        """A field of the tree on the host, batch axis dropped for fields of the root ([N] / [N, A]), cached."""
+        if name not in self._host:
+            self._host[name] = np.asarray(getattr(self._require(), name))[0]
+        return self._host[name]
+
+    @property
+    def value(self) -> float:
+        """The root's search value (mean of its backed-up values) for the player to move, in [-1, 1]."""
+        return float(self._get("node_values")[0])
+
+    def _q(self, node: int) -> np.ndarray:
+        """Q of each action at `node` [A] for the player to move there: reward + discount · child value."""
+        return (
+            self._get("children_rewards")[node]
+            + self._get("children_discounts")[node] * self._get("children_values")[node]
+        )
+
+    def _prior(self) -> np.ndarray:
+        assert self.state is not None
+        legal = np.asarray(self.state.legal_action_mask)
+        logits = np.where(legal, self._get("children_prior_logits")[0], -np.inf)
+        p = np.exp(logits - logits.max())
+        return p / p.sum()
+
+    def _pv(self, action: int) -> tuple[int, ...]:
+        children, visits = self._get("children_index"), self._get("children_visits")
+        pv, node = [action], int(children[0, action])
+        while node >= 0 and visits[node].max() > 0:
+            best = int(np.argmax(visits[node]))
+            pv.append(best)
+            node = int(children[node, best])
+        return tuple(pv)
+
+    def moves(self) -> list[MoveInfo]:
+        """The root's legal actions, most visited first (ties: higher prior)."""
+        assert self.state is not None
+        legal = np.flatnonzero(np.asarray(self.state.legal_action_mask))
+        visits, prior, q = self._get("children_visits")[0], self._prior(), self._q(0)
+        root_value = self.value
+        infos = [
+            MoveInfo(
+                action=int(a),
+                visits=int(visits[a]),
+                winrate=float((1.0 + (q[a] if visits[a] > 0 else root_value)) / 2.0),
+                prior=float(prior[a]),
+                pv=self._pv(int(a)) if visits[a] > 0 else (int(a),),
+            )
+            for a in legal
+        ]
+        return sorted(infos, key=lambda m: (-m.visits, -m.prior, m.action))
+
+    def best_action(self) -> int:
+        """The most visited legal action, ties broken by the higher prior (search.greedy_action's rule for PUCT)."""
+        return self.moves()[0].action
+
+
+def think(
+    ts: TreeSearch,
+    seconds: float = math.inf,
+    max_visits: int | None = None,
+    stop: Callable[[], bool] | None = None,
+    on_chunk: Callable[[], None] | None = None,
+) -> int:
+    """Searches `ts` chunk by chunk until `seconds` have passed, the tree holds `max_visits` simulations, `stop()` is
+    true (checked between chunks) or the tree is full; calls `on_chunk()` after each chunk. At least one chunk runs
+    unless `max_visits` is already reached or the tree is full. Returns the simulations added."""
+    if seconds == math.inf and max_visits is None and stop is None:
+        raise ValueError("think: give seconds, max_visits or stop, or it would search until the tree is full")
+    deadline = time.monotonic() + seconds
+    added = 0
+    while not ts.full:
+        want = ts.chunk if max_visits is None else min(ts.chunk, max_visits - ts.visits)
+        if want <= 0:
+            break
+        added += ts.search(want)
+        if on_chunk is not None:
+            on_chunk()
+        if time.monotonic() >= deadline or (stop is not None and stop()):
+            break
+    return added
