@@ -52,6 +52,13 @@ class Config:
     # AlphaGo Zero: each network evaluation in the search (root and leaves) sees its position under a random symmetry of
     # the game (envs/symmetries.py)
     search_symmetries: bool = False
+    # Playout cap randomization (KataGo: Wu, "Accelerating Self-Play Learning in Go", 2019, §3.1): each ply is searched
+    # with `num_simulations` (a full search, with root noise) with probability p, else with `fast_simulations` (no
+    # root noise); only the fully searched positions are trained on (policy and value), so more games are finished per
+    # simulation spent. KataGo: p = 0.25, N = 600, n = 100. The choice is made per ply for the whole batch of games
+    # (one search program runs per ply), not per game. 1.0 means off.
+    full_search_fraction: float = 1.0
+    fast_simulations: int = 0  # n, the fast searches' simulations (0 < n < num_simulations when p < 1)
     # --- self-play ---------------------------------------------------------------------------------------------------
     selfplay_batch_size: int = 1024  # B: games played in parallel (global, split over devices)
     selfplay_steps: int = 32  # S: plies each game advances per iteration
@@ -138,6 +145,15 @@ class Config:
                 raise ConfigError(f"{key} must be >= 0, got {getattr(self, key)}")
         if not 0.0 <= self.value_target_mix <= 1.0:
             raise ConfigError(f"value_target_mix must be in [0, 1], got {self.value_target_mix}")
+        if not 0.0 < self.full_search_fraction <= 1.0:
+            raise ConfigError(f"full_search_fraction must be in (0, 1], got {self.full_search_fraction}")
+        if self.full_search_fraction < 1.0 and not 0 < self.fast_simulations < self.num_simulations:
+            raise ConfigError(
+                f"fast_simulations must be in 1..num_simulations-1 ({self.num_simulations - 1}) when "
+                f"full_search_fraction < 1, got {self.fast_simulations}"
+            )
+        if self.full_search_fraction < 1.0 and self.resign:
+            raise ConfigError("full_search_fraction < 1 (playout cap randomization) does not combine with resign")
         if not 0.0 <= self.dirichlet_fraction <= 1.0:
             raise ConfigError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
         if self.temperature_moves < -1:
@@ -251,8 +267,9 @@ class Config:
 
     @property
     def train_steps_per_iteration(self) -> int:
-        """G = round(train_ratio × B × S / batch_size), at least 1."""
-        generated = self.selfplay_batch_size * self.selfplay_steps
+        """G = round(train_ratio × B × S × p / batch_size), at least 1: p (full_search_fraction) of the positions are
+        trained on."""
+        generated = self.selfplay_batch_size * self.selfplay_steps * self.full_search_fraction
         return max(1, round(self.train_ratio * generated / self.batch_size))
 
     @property

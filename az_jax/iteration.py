@@ -126,6 +126,7 @@ def init_state(setup: Setup, seed: int | jax.Array) -> TrainState:
             obs_dtype,
             setup.env.num_actions,
             keep_search_value=cfg.value_target_mix > 0,
+            keep_trainable=cfg.full_search_fraction < 1.0,
         ),
         key=jax.random.key_data(run_key),
         iteration=jnp.int32(0),
@@ -176,7 +177,7 @@ def learn(
     and "finite", 1.0 when every step's loss and gradient norm and the resulting params, batch statistics and
     optimizer state are finite, else 0.0 (the host loop stops on 0.0: az_jax/loop.py)."""
     cfg = setup.config
-    local_done = buffer.done.sum()
+    local_done = replay_lib.sampleable(buffer).sum()
     ready = (jax.lax.psum(local_done, DEVICE_AXIS) >= max(cfg.min_replay_size, 1)) & (
         jax.lax.pmin(local_done, DEVICE_AXIS) > 0
     )
@@ -226,12 +227,15 @@ def iteration(setup: Setup, state: TrainState, learning_rates: jax.Array | None 
     sp = jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), sp)
     games_done = jnp.maximum(sp["games"], 1)
     steps = cfg.train_steps_per_iteration
+    num_devices = jax.lax.axis_size(DEVICE_AXIS)
     metrics = {
         "selfplay/games_finished": sp["games"],
         "selfplay/mean_game_length": sp["game_length"] / games_done,
         "selfplay/decisive_fraction": sp["decisive"] / games_done,
         "selfplay/positions": jnp.int32(cfg.positions_per_iteration),
         "replay/positions_with_outcome": jax.lax.psum(buffer.done.sum(), DEVICE_AXIS),
+        # plies searched in full, over every device's S plies (playout cap randomization; 1 when off)
+        "selfplay/full_search_fraction": sp["full_search_plies"] / (cfg.selfplay_steps * num_devices),
         "train/steps": jnp.where(ready, steps, 0),
         "train/positions_trained_per_generated": jnp.where(ready, steps * cfg.batch_size, 0)
         / cfg.positions_per_iteration,

@@ -37,14 +37,25 @@ class SelfPlayConfig:
     num_plies: int  # S: plies every game advances per call
     sampling_moves: int  # plies of each game sampled ∝ visits (τ = 1), then greedy
     resign_disabled_fraction: float | None = None  # resignation on (AlphaGo Zero): the fraction of games played out
+    # Playout cap randomization (KataGo, Wu 2019, §3.1): with probability `full_search_fraction` a ply is searched
+    # by `search`, else by `fast_search` (fewer simulations, no root noise), and only fully searched positions are
+    # trained on. None: every ply is a full search.
+    fast_search: search_lib.SearchConfig | None = None
+    full_search_fraction: float = 1.0
 
     @classmethod
     def from_config(cls, config: Config) -> "SelfPlayConfig":
+        search = search_lib.SearchConfig.for_selfplay(config)
+        capped = config.full_search_fraction < 1.0
         return cls(
-            search=search_lib.SearchConfig.for_selfplay(config),
+            search=search,
             num_plies=config.selfplay_steps,
             sampling_moves=config.sampling_moves,
             resign_disabled_fraction=config.resign_disabled_fraction if config.resign else None,
+            fast_search=dataclasses.replace(search, num_simulations=config.fast_simulations, dirichlet_fraction=0.0)
+            if capped
+            else None,
+            full_search_fraction=config.full_search_fraction,
         )
 
 
@@ -94,19 +105,38 @@ def play(
         if resigning:
             reset_key, resign_key = jax.random.split(reset_key)
         games = state.env
-        out = search_lib.run_search(apply_fn, env, variables, search_key, games, settings.search)
         legal = games.legal_action_mask
-        greedy = search_lib.greedy_action(out, legal)
-        action = jnp.where(state.ply < settings.sampling_moves, out.action, greedy)  # [B]
+        if settings.fast_search is None:
+            full = jnp.bool_(True)
+            out = search_lib.run_search(apply_fn, env, variables, search_key, games, settings.search)
+            sampled, weights, greedy = out.action, out.action_weights, search_lib.greedy_action(out, legal)
+            value = out.search_tree.summary().value
+        else:  # one of two searches for the whole batch; their trees differ in size, so only these leave the cond
+            search_key, cap_key = jax.random.split(search_key)
+            full = jax.random.bernoulli(cap_key, settings.full_search_fraction)
+
+            def searched(search):
+                def run(key):
+                    out = search_lib.run_search(apply_fn, env, variables, key, games, search)
+                    summary = out.search_tree.summary()
+                    return out.action, out.action_weights, search_lib.greedy_action(out, legal), summary.value
+
+                return run
+
+            sampled, weights, greedy, value = jax.lax.cond(
+                full, searched(settings.search), searched(settings.fast_search), search_key
+            )
+        action = jnp.where(state.ply < settings.sampling_moves, sampled, greedy)  # [B]
         buffer = replay_lib.add(
             buffer,
             ply_index,
             games.observation,
-            out.action_weights,
+            weights,
             legal,
             games.current_player,
             state.episode,
-            search_value=out.search_tree.summary().value,
+            search_value=value,
+            trainable=full,
         )
         mover = games.current_player
         games = jax.vmap(env.step)(games, action)
@@ -116,6 +146,7 @@ def play(
         if resigning:
             # The rule is checked at every ply of every game; a game where resignation is on ends here instead of
             # playing `action`, and ends exactly like a terminal: its positions resolve with the resigner's loss.
+            assert settings.fast_search is None  # Config: resign and playout cap randomization exclude each other
             resign_games, resigned = resign_lib.observe(
                 resign_games, resign_lib.resign_value(out, legal), mover, v_resign
             )
@@ -140,6 +171,7 @@ def play(
             "games": ended.sum(),
             "game_length": jnp.where(ended, length, 0).sum(),
             "decisive": decisive.sum(),
+            "full_search_plies": full.astype(jnp.int32),
             **extra,
         }
         return (state, buffer), metrics
