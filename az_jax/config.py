@@ -44,6 +44,10 @@ class Config:
     dirichlet_fraction: float = 0.25  # ε: P = (1 − ε) p + ε η at the root, self-play only (AGZ "Self-play")
     temperature_moves: int = -1  # plies sampled ∝ visit counts, then greedy; -1 means the game's value
     max_num_considered_actions: int = 16  # Gumbel search only: actions kept by sequential halving
+    # Forced playouts and policy target pruning (KataGo: Wu 2019, §3.2), PUCT self-play only: every root child that
+    # has been visited gets at least n_forced(c) = sqrt(k · P(c) · Σ N) visits, and the policy target then takes back
+    # the visits that PUCT would not have given (children left with one visit are dropped). k = 2 in KataGo; 0 is off.
+    forced_playouts_k: float = 0.0
     # The search of greedy play (evaluation, gating, `az-jax play`, Agent.act); "" means `search`. "gumbel" plays the
     # action sequential halving ends on, chosen by the network's logits plus its search's values (Gumbel MuZero §3-4, no
     # Gumbel noise), where PUCT plays the most visited: at a few dozen simulations a win the search has found can still
@@ -151,6 +155,11 @@ class Config:
             raise ConfigError(
                 f"fast_simulations must be in 1..num_simulations-1 ({self.num_simulations - 1}) when "
                 f"full_search_fraction < 1, got {self.fast_simulations}"
+            )
+        if self.forced_playouts_k < 0 or (self.forced_playouts_k > 0 and self.search != "puct"):
+            raise ConfigError(
+                f"forced_playouts_k must be >= 0, and > 0 only with search=puct, got {self.forced_playouts_k} "
+                f"with search={self.search}"
             )
         if self.full_search_fraction < 1.0 and self.resign:
             raise ConfigError("full_search_fraction < 1 (playout cap randomization) does not combine with resign")

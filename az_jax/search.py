@@ -35,6 +35,7 @@ class SearchConfig:
     max_num_considered_actions: int = 16  # Gumbel: actions kept by sequential halving
     gumbel_scale: float = 1.0  # Gumbel: 0 searches without Gumbel noise
     symmetry_game: str | None = None  # evaluations see a random symmetry of this game (AlphaGo Zero); None: off
+    forced_playouts_k: float = 0.0  # PUCT: forced playouts and policy target pruning (KataGo §3.2); 0: off
 
     @classmethod
     def for_selfplay(cls, config: Config) -> "SearchConfig":
@@ -48,6 +49,7 @@ class SearchConfig:
             dirichlet_alpha=config.root_dirichlet_alpha,
             max_num_considered_actions=config.max_num_considered_actions,
             symmetry_game=config.game if config.search_symmetries else None,
+            forced_playouts_k=config.forced_playouts_k,
         )
 
     @classmethod
@@ -60,6 +62,7 @@ class SearchConfig:
             algorithm=config.acting_search,
             dirichlet_fraction=0.0,
             gumbel_scale=0.0,
+            forced_playouts_k=0.0,
         )
 
 
@@ -141,6 +144,8 @@ def run_search(
     root = mctx.RootFnOutput(prior_logits=mask_logits(logits, state.legal_action_mask), value=value, embedding=state)
     recurrent_fn = make_recurrent_fn(env, apply_fn, symmetry_game)
     invalid = ~state.legal_action_mask
+    if search.algorithm == "puct" and search.forced_playouts_k > 0:
+        return forced_playouts_policy(variables, rng_key, root, recurrent_fn, invalid, search)
     if search.algorithm == "puct":
         return mctx.muzero_policy(
             variables,
@@ -168,6 +173,81 @@ def run_search(
             gumbel_scale=search.gumbel_scale,
         )
     raise ValueError(f"unknown search algorithm {search.algorithm!r}; choose puct or gumbel")
+
+
+def _puct_terms(tree: mctx.Tree, c_init: float, c_base: float) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """At the root of an unbatched tree: (Q transformed to [0, 1] [A], C(s)·sqrt(N(s)) [], priors [A], visits [A]),
+    the terms of mctx.muzero_action_selection's score Q + C(s)·P·sqrt(N)/(1 + N(a))."""
+    root = mctx.Tree.ROOT_INDEX
+    node_visits = tree.node_visits[root]
+    c = c_init + jnp.log((node_visits + c_base + 1.0) / c_base)
+    q = mctx.qtransform_by_min_max(tree, root, min_value=-1.0, max_value=1.0)
+    return q, c * jnp.sqrt(node_visits), jax.nn.softmax(tree.children_prior_logits[root]), tree.children_visits[root]
+
+
+def forced_playouts(k: float, prior: jax.Array, visits: jax.Array) -> jax.Array:
+    """n_forced(c) = sqrt(k · P(c) · Σ_c' N(c')) (KataGo, Wu 2019, §3.2, eq. 3). [A] -> [A]."""
+    return jnp.sqrt(k * prior * visits.sum(-1, keepdims=True))
+
+
+def pruned_policy_target(q: jax.Array, exploration: jax.Array, prior: jax.Array, visits: jax.Array, k: float):
+    """Policy target pruning (KataGo §3.2) of one root [A]: the most visited child c* keeps its visits; every other
+    child c loses up to n_forced(c) visits, as many as it can while its PUCT score
+        Q(c) + exploration · P(c) / (1 + N'(c))        (exploration = C(s)·sqrt(N(s)))
+    stays below c*'s with its full count; a child left with at most one visit is dropped. Returns the pruned visit
+    distribution [A] (sums to 1)."""
+    best = jnp.argmax(visits)
+    best_score = q[best] + exploration * prior[best] / (1.0 + visits[best])
+    gap = best_score - q  # [A] what c's exploration term must stay below
+    # smallest N' with exploration·P/(1 + N') < gap  <=>  N' > exploration·P/gap − 1; no visit can go if gap <= 0
+    lowest = jnp.where(gap > 0, jnp.floor(exploration * prior / jnp.maximum(gap, 1e-12) - 1.0) + 1.0, visits)
+    counts = visits.astype(jnp.float32)
+    pruned = jnp.maximum(counts - forced_playouts(k, prior, counts), jnp.minimum(counts, jnp.maximum(lowest, 0.0)))
+    pruned = jnp.where(pruned <= 1.0, 0.0, pruned).at[best].set(counts[best])
+    return pruned / pruned.sum()
+
+
+def forced_playouts_policy(
+    variables: dict, rng_key: jax.Array, root: mctx.RootFnOutput, recurrent_fn, invalid: jax.Array, search
+) -> mctx.PolicyOutput:
+    """mctx.muzero_policy (Dirichlet noise at the root, PUCT everywhere, temperature 1) with KataGo's forced
+    playouts at the root, and `action_weights` the pruned visit distribution (the policy target). The move is
+    sampled from the pruned distribution too, so the forced visits do not change which move is played more often
+    than PUCT would. mctx.muzero_policy has no hook for a root rule, so this calls mctx.search with one; its root noise
+    is AlphaZero's (Methods: P = (1 − ε)p + εη, η ~ Dir(α)), as muzero_policy adds it."""
+    rng_key, noise_key, search_key = jax.random.split(rng_key, 3)
+    probs = jax.nn.softmax(root.prior_logits)
+    noise = jax.random.dirichlet(noise_key, jnp.full(probs.shape[-1:], search.dirichlet_alpha), probs.shape[:1])
+    noisy = (1.0 - search.dirichlet_fraction) * probs + search.dirichlet_fraction * noise
+    logits = jnp.where(invalid, jnp.finfo(probs.dtype).min, jnp.log(jnp.maximum(noisy, jnp.finfo(probs.dtype).tiny)))
+    root = root.replace(prior_logits=logits)
+    qtransform = functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0)
+    interior = functools.partial(
+        mctx.muzero_action_selection, pb_c_init=search.c_init, pb_c_base=search.c_base, qtransform=qtransform
+    )
+
+    def root_selection(key, tree, node_index, depth=0):
+        q, exploration, prior, visits = _puct_terms(tree, search.c_init, search.c_base)
+        score = q + exploration * prior / (visits + 1) + 1e-7 * jax.random.uniform(key, visits.shape)
+        forced = (visits >= 1) & (visits < forced_playouts(search.forced_playouts_k, prior, visits))
+        score = jnp.where(forced, score + 1e6, score)  # a visited child short of n_forced(c) goes first
+        return jnp.argmax(jnp.where(tree.root_invalid_actions, -jnp.inf, score))
+
+    tree = mctx.search(
+        params=variables,
+        rng_key=search_key,
+        root=root,
+        recurrent_fn=recurrent_fn,
+        root_action_selection_fn=root_selection,
+        interior_action_selection_fn=interior,
+        num_simulations=search.num_simulations,
+        invalid_actions=invalid,
+    )
+    weights = jax.vmap(
+        lambda tree: pruned_policy_target(*_puct_terms(tree, search.c_init, search.c_base), search.forced_playouts_k)
+    )(tree)
+    action = jax.random.categorical(rng_key, jnp.log(jnp.maximum(weights, 1e-30)))
+    return mctx.PolicyOutput(action=action, action_weights=weights, search_tree=tree)
 
 
 def visit_counts(output: mctx.PolicyOutput) -> jax.Array:
