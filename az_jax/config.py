@@ -35,6 +35,9 @@ class Config:
     num_channels: int = 256  # filters per 3×3 conv (paper: 256)
     value_hidden: int = 256  # units of the value head's hidden layer (paper: 256)
     compute_dtype: Literal["float32", "bfloat16"] = "float32"  # activations/matmuls; params stay float32
+    # every k-th residual block pools a third of its channels over the board into per-channel biases (KataGo's global
+    # pooling, Wu 2019, §4.1); 0: none (the papers' network)
+    global_pooling_every: int = 0
     # --- search (mctx) -----------------------------------------------------------------------------------------------
     search: Literal["puct", "gumbel"] = "puct"  # AlphaZero PUCT (mctx.muzero_policy) or Gumbel MuZero
     num_simulations: int = 800  # simulations per move in self-play (paper: 800)
@@ -144,7 +147,14 @@ class Config:
         for key in positive:
             if getattr(self, key) <= 0:
                 raise ConfigError(f"{key} must be a positive integer, got {getattr(self, key)}")
-        for key in ["min_replay_size", "eval_every", "eval_simulations", "dirichlet_alpha", "keep_checkpoints"]:
+        for key in [
+            "min_replay_size",
+            "eval_every",
+            "eval_simulations",
+            "dirichlet_alpha",
+            "keep_checkpoints",
+            "global_pooling_every",
+        ]:
             if getattr(self, key) < 0:
                 raise ConfigError(f"{key} must be >= 0, got {getattr(self, key)}")
         if not 0.0 <= self.value_target_mix <= 1.0:

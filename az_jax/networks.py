@@ -34,6 +34,34 @@ class ResidualBlock(nn.Module):
         return nn.relu(x + y)
 
 
+class GlobalPoolingBlock(nn.Module):
+    """A residual block with KataGo's global pooling bias structure (Wu 2019, §4.1 and Appendix A): the first conv's
+    output is split into X (C − g channels) and G (g channels); G → BN → ReLU → its mean and max over the board
+    ([B, 2g]) → a dense layer → one bias per channel of X, added everywhere on the board. Then X → BN → ReLU → conv
+    3×3 back to C channels → BN → + input → ReLU. Every cell of the output thereby sees the whole board, which stacked
+    3×3 convolutions only do after many blocks. (KataGo also pools the mean scaled by board width, for nets that play
+    several board sizes; az_jax's nets play one.)"""
+
+    channels: int
+    pooled: int  # g
+    dtype: Any
+    axis_name: str | None
+    conv: Callable = lax.conv_general_dilated
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        conv = lambda c: nn.Conv(c, (3, 3), use_bias=False, dtype=self.dtype, conv_general_dilated=self.conv)
+        bn = lambda: nn.BatchNorm(use_running_average=not train, axis_name=self.axis_name, dtype=self.dtype)
+        y = conv(self.channels)(x)
+        regular, pool = y[..., : self.channels - self.pooled], y[..., self.channels - self.pooled :]
+        pool = nn.relu(bn()(pool))  # [B, H, W, g]
+        features = jnp.concatenate([pool.mean(axis=(1, 2)), pool.max(axis=(1, 2))], axis=-1)  # [B, 2g]
+        bias = nn.Dense(self.channels - self.pooled, dtype=self.dtype)(features)  # [B, C − g]
+        regular = nn.relu(bn()(regular + bias[:, None, None, :]))
+        y = bn()(conv(self.channels)(regular))
+        return nn.relu(x + y)
+
+
 class AlphaZeroNet(nn.Module):
     num_actions: int
     num_blocks: int = 19  # residual blocks after the stem (paper: 19 → the "20-block" network)
@@ -42,6 +70,9 @@ class AlphaZeroNet(nn.Module):
     dtype: Any = jnp.float32  # compute dtype; parameters are always float32
     axis_name: str | None = None  # device axis for cross-device batch norm while learning (None: local batch)
     conv: Callable = lax.conv_general_dilated  # the convolution (same forward pass; see make_network)
+    # every k-th residual block (k, 2k, ...) is a GlobalPoolingBlock pooling channels // 3 of its channels (KataGo's
+    # b6c96 pools 32 of 96); 0: none, the papers' network
+    global_pooling_every: int = 0
 
     @nn.compact
     def __call__(self, obs, train: bool = False):
@@ -52,8 +83,12 @@ class AlphaZeroNet(nn.Module):
             features, size, use_bias=False, dtype=self.dtype, conv_general_dilated=self.conv
         )
         x = nn.relu(bn()(conv(self.channels, (3, 3))(x)))
-        for _ in range(self.num_blocks):
-            x = ResidualBlock(self.channels, self.dtype, self.axis_name, self.conv)(x, train)
+        for i in range(1, self.num_blocks + 1):
+            if self.global_pooling_every and i % self.global_pooling_every == 0:
+                pooled = max(1, self.channels // 3)
+                x = GlobalPoolingBlock(self.channels, pooled, self.dtype, self.axis_name, self.conv)(x, train)
+            else:
+                x = ResidualBlock(self.channels, self.dtype, self.axis_name, self.conv)(x, train)
         batch = x.shape[0]
         # Policy head: conv 1×1 (2 filters) → BN → ReLU → FC to the action logits.
         p = nn.relu(bn()(conv(2, (1, 1))(x)))
@@ -79,4 +114,5 @@ def make_network(config, num_actions: int, axis_name: str | None = None) -> Alph
         dtype=dtype,
         axis_name=axis_name,
         conv=conv,
+        global_pooling_every=config.global_pooling_every,
     )
