@@ -34,11 +34,16 @@ check: $(BIN)/.installed
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: check system-deps
+# Sabaki's GTP controller (@sabaki/gtp, pinned by tests/js/package-lock.json), which drives `az-jax gtp` in the tests.
+JS_DEPS := tests/js/node_modules/.package-lock.json
+$(JS_DEPS): tests/js/package.json tests/js/package-lock.json
+	npm ci --prefix tests/js --no-audit --no-fund
+
+test: check system-deps $(JS_DEPS)
 	$(BIN)/python -m pytest -q -n 2 tests
 
 # The suite against the newest releases of every dependency (no constraints), in its own environment .venv-latest.
-test-latest: system-deps
+test-latest: system-deps $(JS_DEPS)
 	$(PYTHON) -m venv .venv-latest
 	.venv-latest/bin/python -m pip install -q --upgrade pip
 	.venv-latest/bin/python -m pip install -q --upgrade -e '.[test]'

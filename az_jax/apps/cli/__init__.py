@@ -7,6 +7,8 @@
     ladder   Elo of every checkpoint of a run, plus baselines                     ladder.py
     sweep    a hyperparameter sweep from a JSON spec                              sweep.py
     render   a position (from a game record or a move list) as SVG or PNG         render.py
+    gtp      a trained Go agent as a GTP engine (Sabaki, GoGui, Lizzie, referees)   gtp.py
+    uci      a trained chess agent as a UCI engine (cutechess, lichess-bot, GUIs)   uci.py
 
 Each module has `add_parser(subparsers)` and `run(args) -> int`; args.py holds the parser class and the number types
 the arguments are checked with. `main` sets up the devices before JAX starts its backend, then runs the subcommand,
@@ -27,11 +29,13 @@ import threading
 import jax
 
 from az_jax import distributed, host_devices
-from az_jax.apps.cli import bench, eval, ladder, play, render, sweep, train
+from az_jax.apps.cli import bench, eval, gtp, ladder, play, render, sweep, train, uci
 from az_jax.apps.cli.args import Parser, UsageError, devices
 
 # The subcommands in the order `az-jax --help` lists them; each one's name is its module's.
-COMMANDS = {module.__name__.rsplit(".", 1)[1]: module for module in (train, play, bench, eval, ladder, sweep, render)}
+COMMANDS = {
+    module.__name__.rsplit(".", 1)[1]: module for module in (train, play, bench, eval, ladder, sweep, render, gtp, uci)
+}
 
 
 def one_line(message: str) -> str:

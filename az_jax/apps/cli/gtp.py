@@ -1,0 +1,80 @@
+"""`az-jax gtp`: a trained Go agent as a GTP engine on stdin/stdout (az_jax/frontends/gtp_engine.py), for Sabaki,
+GoGui, Lizzie, gtp2ogs and tournament referees.
+
+    az-jax gtp --run-dir runs/go_9x9-small [--step N] [--simulations 200] [--resign-threshold -0.8]
+
+Standard output carries the protocol only; the start-up line and notes go to standard error.
+"""
+
+import argparse
+import math
+import re
+import sys
+
+from az_jax.apps.cli.args import MAX_SIMULATIONS, UsageError, add_weights, bounded_int, non_negative_int, path, seed
+
+
+def _resign_threshold(text: str) -> float:
+    """The argparse type of a value threshold in [-1, 1]."""
+    if not re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)", text.strip()):
+        raise argparse.ArgumentTypeError(f"expected a number from -1 to 1, got {text!r}")
+    value = float(text)
+    if not (math.isfinite(value) and -1.0 <= value <= 1.0):
+        raise argparse.ArgumentTypeError(f"must be a number from -1 to 1, got {text!r}")
+    return value
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("gtp", help="a trained Go agent as a GTP engine on stdin/stdout")
+    parser.add_argument("--run-dir", type=path, required=True, help="a go_9x9 or go_19x19 run, or one checkpoint dir")
+    parser.add_argument("--step", type=non_negative_int, default=None, help="checkpoint step (default: latest)")
+    parser.add_argument(
+        "--simulations",
+        type=bounded_int(1, MAX_SIMULATIONS),
+        default=None,
+        help="visits per move with no clock, the kept subtree's included (default: the run's); the cap with a clock",
+    )
+    parser.add_argument(
+        "--resign-threshold",
+        type=_resign_threshold,
+        default=None,
+        help="resign when the search's value for the engine is below this (in [-1, 1]; -1 never resigns; default -0.8)",
+    )
+    parser.add_argument(
+        "--capacity",
+        type=bounded_int(2, 1_000_000),
+        default=8192,
+        help="nodes of the search tree kept between moves (a search stops when it is full)",
+    )
+    parser.add_argument(
+        "--chunk", type=bounded_int(1, 65_536), default=32, help="simulations per search call (time checks between)"
+    )
+    parser.add_argument("--seed", type=seed, default=0, help="the search's tie-breaking noise")
+    add_weights(parser)
+    return parser
+
+
+def run(args) -> int:
+    from az_jax.agent import load_agent  # starts JAX's backend: after main's device set-up
+    from az_jax.frontends import gtp_engine, gtp_protocol  # the same (imports pgx)
+
+    agent = load_agent(args.run_dir, step=args.step, weights=args.weights)
+    if agent.config.game not in gtp_engine.GO_GAMES:
+        raise UsageError(f"{args.run_dir} is a {agent.config.game} run; GTP engines play Go (`az-jax uci` for chess)")
+    threshold = gtp_engine.DEFAULT_RESIGN_THRESHOLD if args.resign_threshold is None else args.resign_threshold
+    engine = gtp_engine.GoEngine(
+        agent,
+        simulations=args.simulations,
+        resign_threshold=threshold,
+        capacity=args.capacity,
+        chunk=args.chunk,
+        seed=args.seed,
+    )
+    sims = args.simulations or agent.default_simulations
+    print(
+        f"az-jax gtp: {agent.config.game} checkpoint {agent.step}, {sims} simulations per move, komi "
+        f"{engine.komi:g}; GTP on stdin/stdout",
+        file=sys.stderr,
+        flush=True,
+    )
+    return gtp_protocol.serve(engine, sys.stdin.buffer, sys.stdout)

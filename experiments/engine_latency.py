@@ -1,0 +1,61 @@
+"""Engine latency of `az-jax gtp`, measured from outside as a GUI sees it: the engine's start-up (the first answered
+command), the first `genmove` (which compiles the search), and the median of the next genmoves, at N simulations per
+move, the kept subtree included (so later moves search only what reuse did not carry over).
+
+    python experiments/engine_latency.py RUN_DIR [--simulations 64,256] [--moves 10] [--json FILE]
+
+RUN_DIR: a go_9x9 (or go_19x19) run. Each simulation count starts a fresh engine, so each first genmove compiles.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+from az_jax.engines.gtp import GTPEngine
+
+
+def measure(run_dir: str, simulations: int, moves: int) -> dict:
+    command = [sys.executable, "-m", "az_jax.apps.cli", "gtp", "--run-dir", run_dir, "--simulations", str(simulations)]
+    start = time.perf_counter()
+    with GTPEngine(command, start_timeout=600, move_timeout=600) as engine:
+        engine.name()
+        startup = time.perf_counter() - start
+        engine.clear_board()
+        times = []
+        colour = "b"
+        for _ in range(moves + 1):
+            t = time.perf_counter()
+            move = engine.genmove(colour)
+            times.append(time.perf_counter() - t)
+            if move.lower() == "resign":
+                break
+            colour = "w" if colour == "b" else "b"
+    return {
+        "simulations": simulations,
+        "startup_s": startup,
+        "first_genmove_s": times[0],
+        "genmove_median_s": statistics.median(times[1:]) if len(times) > 1 else None,
+        "moves": len(times),
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir")
+    parser.add_argument("--simulations", default="64,256")
+    parser.add_argument("--moves", type=int, default=10)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    for sims in [int(s) for s in args.simulations.split(",")]:
+        row = {"run_dir": args.run_dir, **measure(args.run_dir, sims, args.moves)}
+        print(json.dumps(row), flush=True)
+        if args.json:
+            with open(args.json, "a") as f:
+                f.write(json.dumps(row) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
