@@ -94,7 +94,7 @@ class _Programs:
                 key,
                 root,
                 recurrent_fn,
-                capacity,
+                capacity - 1,  # simulations: the tree holds the root and one node per simulation
                 invalid_actions=~state.legal_action_mask,
                 qtransform=functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0),
                 dirichlet_fraction=0.0,
@@ -149,7 +149,28 @@ class _Programs:
                 root_invalid_actions=~legal[None],
             )
 
+        def summary(tree):
+            """What the host reads of a tree, all small: the root's rows [A], and per node [capacity] its parent,
+            visits, and most visited action with the child it leads to (for principal variations)."""
+            tree = jax.tree.map(lambda x: x[0], tree)  # batch of one
+            visits = tree.children_visits  # [capacity, A]
+            best = jnp.argmax(visits, axis=-1)  # [capacity]
+            q = tree.children_rewards[0] + tree.children_discounts[0] * tree.children_values[0]  # [A]
+            return {
+                "root_visits": visits[0],
+                "root_prior_logits": tree.children_prior_logits[0],
+                "root_q": q,
+                "root_children": tree.children_index[0],
+                "root_value": tree.node_values[0],
+                "node_visits": tree.node_visits,
+                "parents": tree.parents,
+                "best_action": best,
+                "best_child": jnp.take_along_axis(tree.children_index, best[:, None], axis=-1)[:, 0],
+                "best_visits": jnp.max(visits, axis=-1),
+            }
+
         self.fresh = jax.jit(fresh)
+        self.summary = jax.jit(summary)
         self.extend = jax.jit(extend, donate_argnums=2)
         self.subtree = jax.jit(subtree)
         self.step = jax.jit(env.step)
@@ -179,7 +200,7 @@ class TreeSearch:
         self.reused = 0
         self.state: pgx.State | None = None
         self._tree: mctx.Tree | None = None
-        self._host: dict[str, np.ndarray] = {}
+        self._host: dict[str, np.ndarray] | None = None
 
     def _next_key(self) -> jax.Array:
         self._key, key = jax.random.split(self._key)
@@ -193,7 +214,7 @@ class TreeSearch:
         self._tree_key = self._next_key()  # the tree's simulations' keys: fold_in(this, simulation number)
         self._tree = self._programs.fresh(self.variables, self._tree_key, _batched(state))
         self.reused = 0
-        self._host = {}
+        self._host = None
 
     def _require(self) -> mctx.Tree:
         if self._tree is None:
@@ -218,7 +239,7 @@ class TreeSearch:
             start = self.visits  # the next simulation's number: nodes 0..visits are in use
             count = min(self.chunk, num_simulations - added, self.capacity - 1 - start)
             tree = self._programs.extend(self.variables, self._tree_key, tree, np.int32(start), np.int32(count))
-            self._tree, self._host = tree, {}
+            self._tree, self._host = tree, None
             added += count
         return added
 
@@ -230,24 +251,25 @@ class TreeSearch:
         if not (0 <= action < legal.shape[0] and legal[action]):
             raise ValueError(f"action {action} is not legal here")
         next_state = self._programs.step(self.state, jnp.int32(action))
-        child = int(self._get("children_index")[0, action])
+        child = int(self._get("root_children")[action])
         if child == Tree.UNVISITED:
             self.reset(next_state)
             return
-        children = self._get("children_index")  # [capacity, A]
-        order, stack = [], [child]
-        while stack:  # every node of the subtree
-            node = stack.pop()
-            order.append(node)
-            stack.extend(int(c) for c in children[node] if c >= 0)
-        order.sort()  # node order: a parent before its children, as mctx numbered them
+        # The subtree's nodes, in node order: mctx numbers a node after its parent, so one pass over the parents
+        # finds every descendant of `child`.
+        parents, used = self._get("parents"), self.visits + 1
+        inside = np.zeros(self.capacity, bool)
+        inside[child] = True
+        for node in range(child + 1, used):
+            inside[node] = inside[parents[node]]
+        order = np.flatnonzero(inside)
         size = len(order)
         remap = np.full(self.capacity, -1, np.int32)
         remap[order] = np.arange(size, dtype=np.int32)
         padded = np.zeros(self.capacity, np.int32)
         padded[:size] = order
         self._tree = self._programs.subtree(tree, padded, np.int32(size), remap, next_state.legal_action_mask)
-        self._host = {}
+        self._host = None
         self.state = next_state
         self.reused = size - 1
         assert self.visits == self.reused, (self.visits, self.reused)  # node_visits[child] is its subtree's size
@@ -255,44 +277,37 @@ class TreeSearch:
     # -- what the tree says ------------------------------------------------------------------------------------------
 
     def _get(self, name: str) -> np.ndarray:
-        """A field of the tree on the host, batch axis dropped for fields of the root ([N] / [N, A]), cached."""
-        if name not in self._host:
-            self._host[name] = np.asarray(getattr(self._require(), name))[0]
+        """One array of the tree's summary (_Programs.summary: root rows [A], per-node arrays [capacity]) on the
+        host; read once per tree."""
+        if self._host is None:
+            self._host = jax.tree.map(np.asarray, self._programs.summary(self._require()))
         return self._host[name]
 
     @property
     def value(self) -> float:
         """The root's search value (mean of its backed-up values) for the player to move, in [-1, 1]."""
-        return float(self._get("node_values")[0])
-
-    def _q(self, node: int) -> np.ndarray:
-        """Q of each action at `node` [A] for the player to move there: reward + discount · child value."""
-        return (
-            self._get("children_rewards")[node]
-            + self._get("children_discounts")[node] * self._get("children_values")[node]
-        )
+        return float(self._get("root_value"))
 
     def _prior(self) -> np.ndarray:
         assert self.state is not None
         legal = np.asarray(self.state.legal_action_mask)
-        logits = np.where(legal, self._get("children_prior_logits")[0], -np.inf)
+        logits = np.where(legal, self._get("root_prior_logits"), -np.inf)
         p = np.exp(logits - logits.max())
         return p / p.sum()
 
     def _pv(self, action: int) -> tuple[int, ...]:
-        children, visits = self._get("children_index"), self._get("children_visits")
-        pv, node = [action], int(children[0, action])
-        while node >= 0 and visits[node].max() > 0:
-            best = int(np.argmax(visits[node]))
-            pv.append(best)
-            node = int(children[node, best])
+        best, child, visits = self._get("best_action"), self._get("best_child"), self._get("best_visits")
+        pv, node = [action], int(self._get("root_children")[action])
+        while node >= 0 and visits[node] > 0:
+            pv.append(int(best[node]))
+            node = int(child[node])
         return tuple(pv)
 
     def moves(self) -> list[MoveInfo]:
         """The root's legal actions, most visited first (ties: higher prior)."""
         assert self.state is not None
         legal = np.flatnonzero(np.asarray(self.state.legal_action_mask))
-        visits, prior, q = self._get("children_visits")[0], self._prior(), self._q(0)
+        visits, prior, q = self._get("root_visits"), self._prior(), self._get("root_q")
         root_value = self.value
         infos = [
             MoveInfo(
