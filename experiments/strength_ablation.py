@@ -1,0 +1,199 @@
+"""Connect-four strength at equal wall-clock: each variant trains for the same minutes, then its last checkpoint is
+scored on the solver benchmark (experiments/solver_benchmark.py: share of optimal moves of the raw policy and of the
+64-simulation search on 1,000 labelled positions), and the curve of its raw policy over its checkpoints is drawn.
+
+    python experiments/strength_ablation.py --out experiments/strength --minutes 10 --seeds 0 [--variants a,b,...]
+
+Protocol: `az-jax train --game connect_four --preset small --set num_iterations=100000 --set eval_every=0
+--set checkpoint_every=2 --set seed=S <variant's keys>` under `timeout -s TERM` (az-jax exits cleanly on SIGTERM; the
+last checkpoint is at most 2 iterations old). Runs one at a time on the machine (2 cores: both devices). Results are
+appended to OUT/results.jsonl (one line per variant and seed) and summarised in OUT/results.md,
+OUT/raw_vs_minutes.png and OUT/raw_vs_iterations.png.
+A run already in results.jsonl is not run again (delete its line to redo it).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+AZ_JAX = os.path.join(os.path.dirname(sys.executable), "az-jax")
+
+# name -> `--set` assignments on top of the connect_four small preset
+VARIANTS: dict[str, list[str]] = {
+    "preset": [],
+    "train_ratio_8": ["train_ratio=8"],
+    "gumbel": ["train_ratio=8", "search=gumbel"],
+    "value_mix": ["train_ratio=8", "value_target_mix=0.5"],
+    "forced_playouts": ["train_ratio=8", "forced_playouts_k=2"],
+    "playout_cap": ["train_ratio=8", "num_simulations=64", "full_search_fraction=0.25", "fast_simulations=16"],
+    "global_pooling": ["train_ratio=8", "global_pooling_every=2"],
+    "channels_64": ["train_ratio=8", "num_channels=64"],
+}
+
+
+def train(run_dir: str, assignments: list[str], seconds: float, seed: int) -> dict:
+    sets = [
+        a
+        for kv in ["num_iterations=100000", "eval_every=0", "checkpoint_every=2", f"seed={seed}", *assignments]
+        for a in ("--set", kv)
+    ]
+    command = [AZ_JAX, "train", "--game", "connect_four", "--preset", "small", "--run-dir", run_dir, "--no-progress"]
+    start = time.time()
+    with open(run_dir + ".log", "w") as log:
+        subprocess.run(["timeout", "-s", "TERM", str(int(seconds)), *command, *sets], stdout=log, stderr=log, cwd=ROOT)
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
+    return {
+        "seconds": time.time() - start,
+        "iterations": rows[-1]["iteration"],
+        "times": {r["iteration"]: r["time"] for r in rows},
+        "load": os.getloadavg(),
+    }
+
+
+def score(run_dir: str, steps: list[int], simulations: int) -> dict:
+    """Solver benchmark of the last checkpoint (raw and search) and the raw share of each of `steps`."""
+    # Imported here: JAX starts only after the training subprocesses are done with the cores.
+    from solver_benchmark import DEFAULT_POSITIONS, benchmark_agent
+
+    from az_jax.agent import load_agent
+    from az_jax.evaluation import connect_four_solver as solver_lib
+
+    positions = solver_lib.load(DEFAULT_POSITIONS)
+    last = load_agent(run_dir)
+    result = {"step": last.step, **benchmark_agent(last, positions, simulations)}
+    curve = {}
+    for step in steps:
+        if step == last.step:
+            curve[step] = result["raw"]["optimal"]
+            continue
+        agent = load_agent(run_dir, step)
+        curve[step] = _raw(agent, positions)
+    result["raw_curve"] = curve
+    return result
+
+
+def _raw(agent, positions) -> float:
+    import jax
+    import jax.numpy as jnp
+
+    from az_jax.evaluation import connect_four_solver as solver_lib
+
+    raw = lambda states, key: jnp.argmax(agent.policy_value(states)[0], axis=-1)
+    return solver_lib.evaluate(raw, positions, jax.random.key(0)).summary()["optimal"]
+
+
+def write_summary(out: str, rows: list[dict]) -> None:
+    by_variant: dict[str, list[dict]] = {}
+    for row in rows:
+        by_variant.setdefault(row["variant"], []).append(row)
+    lines = [
+        "| variant | settings | seeds | iterations | raw policy optimal | 64-sim search optimal | drawn (search) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, group in by_variant.items():
+        raw = [r["score"]["raw"]["optimal"] for r in group]
+        search = [r["score"]["search64"]["optimal"] for r in group]
+        drawn = [r["score"]["search64"]["optimal_drawn"] for r in group]
+        its = [r["train"]["iterations"] for r in group]
+        fmt = lambda xs: (
+            f"{np.mean(xs):.3f}" + (f" ± {np.std(xs, ddof=1) / np.sqrt(len(xs)):.3f}" if len(xs) > 1 else "")
+        )
+        lines.append(
+            f"| {name} | {' '.join(group[0]['assignments']) or '(preset)'} | {len(group)} | "
+            f"{', '.join(map(str, its))} | {fmt(raw)} | {fmt(search)} | {fmt(drawn)} |"
+        )
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for axis in ("minutes", "iterations"):  # iterations: the same curves without the machine's load in them
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for i, (name, group) in enumerate(by_variant.items()):
+            for j, row in enumerate(group):
+                times = {int(k): v for k, v in row["train"]["times"].items()}
+                t0 = row["train"]["start"]
+                steps = [int(s) for s in row["score"]["raw_curve"]]
+                xs = [(times[s] - t0) / 60 for s in steps] if axis == "minutes" else steps
+                ys = list(row["score"]["raw_curve"].values())
+                ax.plot(xs, ys, marker=".", color=f"C{i}", label=name if j == 0 else None)
+        ax.set_xlabel("minutes of training (2 CPU cores)" if axis == "minutes" else "iterations")
+        ax.set_ylabel("raw policy: share of optimal moves")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, f"raw_vs_{axis}.png"), dpi=110)
+        plt.close(fig)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.path.join(HERE, "strength"))
+    parser.add_argument("--runs", default=os.path.join(ROOT, "runs", "strength"), help="where the run dirs go")
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--simulations", type=int, default=64)
+    parser.add_argument("--curve-every", type=int, default=10, help="iterations between points of the raw curve")
+    args = parser.parse_args(argv)
+    names = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in names if v not in VARIANTS]
+    if unknown:
+        print(f"strength_ablation: unknown variants {unknown}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
+        return 2
+    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.runs, exist_ok=True)
+    results = os.path.join(args.out, "results.jsonl")
+    rows = []
+    if os.path.exists(results):
+        with open(results) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    done = {(r["variant"], r["seed"]) for r in rows}
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        for name in names:
+            if (name, seed) in done:
+                continue
+            run_dir = os.path.join(args.runs, f"{name}-s{seed}")
+            if os.path.exists(run_dir):
+                print(f"strength_ablation: {run_dir} exists; remove it to rerun {name} seed {seed}", file=sys.stderr)
+                return 2
+            start = time.time()
+            trained = train(run_dir, VARIANTS[name], args.minutes * 60, seed)
+            trained["start"] = start
+            steps = sorted(int(s) for s in os.listdir(os.path.join(run_dir, "checkpoints")) if s.isdigit())
+            steps = [s for s in steps if s % args.curve_every == 0 or s == steps[-1]]
+            row = {
+                "variant": name,
+                "seed": seed,
+                "assignments": VARIANTS[name],
+                "minutes": args.minutes,
+                "train": trained,
+                "score": score(run_dir, steps, args.simulations),
+            }
+            rows.append(row)
+            with open(results, "a") as f:
+                f.write(json.dumps(row) + "\n")
+            s = row["score"]
+            print(
+                f"{name} seed {seed}: {trained['iterations']} iterations in {trained['seconds']:.0f} s; raw "
+                f"{s['raw']['optimal']:.3f}, search{args.simulations} {s[f'search{args.simulations}']['optimal']:.3f}",
+                flush=True,
+            )
+            write_summary(args.out, rows)
+    if rows:  # also when every run was already done: the summary and plots are rewritten from results.jsonl
+        write_summary(args.out, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
