@@ -28,6 +28,7 @@ from az_jax.agent import Agent
 from az_jax.config import override, preset
 from az_jax.engines.gtp import find_executable
 from az_jax.frontends import uci_engine as ue
+from az_jax.frontends import uci_protocol as up
 from envs.notation import chess_moves as cm
 
 from conftest import FAST_COMPILES, TINY_NETWORK, tiny_variables
@@ -114,29 +115,29 @@ def assert_legal_line(fen: str, moves: list[str]) -> None:
 # --- pure parts: score, go, position ----------------------------------------------------------------------------------
 def test_score_cp_is_lc0s_mapping():
     # cp = 111.714640912 · tan(1.5620688421 · v): tan(0.78103) = 0.99131 -> 110.74; tan(1.56207) = 114.5776 -> 12800
-    assert ue.score_cp(0.0) == 0
-    assert ue.score_cp(0.5) == 111 and ue.score_cp(-0.5) == -111
-    assert ue.score_cp(1.0) == 12800 and ue.score_cp(-1.0) == -12800
-    assert ue.score_cp(1.5) == 12800 and ue.score_cp(float("nan")) == 0  # clipped to [-1, 1]; not a number -> 0
+    assert up.score_cp(0.0) == 0
+    assert up.score_cp(0.5) == 111 and up.score_cp(-0.5) == -111
+    assert up.score_cp(1.0) == 12800 and up.score_cp(-1.0) == -12800
+    assert up.score_cp(1.5) == 12800 and up.score_cp(float("nan")) == 0  # clipped to [-1, 1]; not a number -> 0
     values = np.linspace(-1, 1, 41)
-    assert all(np.diff([ue.score_cp(v) for v in values]) > 0)  # strictly increasing
+    assert all(np.diff([up.score_cp(v) for v in values]) > 0)  # strictly increasing
 
 
 def test_parse_go():
-    go, notes = ue.parse_go("wtime 60000 btime 59000 winc 1000 binc 900 movestogo 12 nodes 77".split())
+    go, notes = up.parse_go("wtime 60000 btime 59000 winc 1000 binc 900 movestogo 12 nodes 77".split())
     assert (go.wtime, go.btime, go.winc, go.binc, go.movestogo, go.nodes) == (60000, 59000, 1000, 900, 12, 77)
     assert not go.infinite and notes == []
-    go, notes = ue.parse_go("searchmoves e2e4 D2D4 infinite depth 3".split())
+    go, notes = up.parse_go("searchmoves e2e4 D2D4 infinite depth 3".split())
     assert go.searchmoves == ("e2e4", "d2d4") and go.infinite and go.depth == 3 and notes == []
     # malformed values and tokens are noted and skipped, never an exception: a go always gets its bestmove
-    go, notes = ue.parse_go("nodes 1e9 movetime 99999999999999999999 bogus wtime".split())
-    assert go == ue.GoCommand()
+    go, notes = up.parse_go("nodes 1e9 movetime 99999999999999999999 bogus wtime".split())
+    assert go == up.GoCommand()
     assert len(notes) == 6  # nodes 1e9, then 1e9 as a token; movetime's 20 digits, then them as a token; bogus; wtime
 
 
 def test_parse_position():
-    assert ue.parse_position(["startpos"]) == ue.Position(chess.STARTING_FEN, ())
-    pos = ue.parse_position("fen rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1 moves e2e4 E7E5".split())
+    assert up.parse_position(["startpos"]) == up.Position(chess.STARTING_FEN, ())
+    pos = up.parse_position("fen rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1 moves e2e4 E7E5".split())
     assert pos.root == chess.STARTING_FEN and [m.uci() for m in pos.moves] == ["e2e4", "e7e5"]
     errors = {
         "": "startpos",
@@ -151,8 +152,8 @@ def test_parse_position():
         f"fen {CHESS960}": "bad castling rights",
     }
     for args, message in errors.items():
-        with pytest.raises(ue.PositionError, match=message):
-            ue.parse_position(args.split())
+        with pytest.raises(up.PositionError, match=message):
+            up.parse_position(args.split())
 
 
 # --- the engine in-process --------------------------------------------------------------------------------------------
@@ -287,7 +288,7 @@ def test_multipv_lists_every_move_and_scores_mate_in_one(session):
 
 def test_go_limits(session):
     board = chess.Board()
-    go = lambda text: session.engine._limits(ue.parse_go(text.split())[0], board)  # noqa: E731
+    go = lambda text: session.engine._limits(up.parse_go(text.split())[0], board)  # noqa: E731
     assert go("") == (SIMULATIONS, math.inf)  # the Simulations option
     assert go("depth 5") == (SIMULATIONS, math.inf)  # depth is not used
     assert go("nodes 100") == (100, math.inf)

@@ -61,12 +61,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import re
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 import chess
@@ -76,6 +75,7 @@ import numpy as np
 
 from az_jax.agent import Agent
 from az_jax.frontends import clock
+from az_jax.frontends import uci_protocol as protocol
 from az_jax.frontends.tree_search import MoveInfo, TreeSearch, think
 from envs.notation import chess_moves as cm
 
@@ -89,8 +89,6 @@ MAX_THREADS = 1024
 DEFAULT_CAPACITY = 8192  # tree nodes (TreeSearch's default): simulations one move can hold
 DEFAULT_CHUNK = 32  # simulations per jitted call: the granularity of `stop`, of the clock and of `info` lines
 INFO_INTERVAL_S = 0.5  # at most one `info` line per this many seconds while searching (plus the final one)
-MAX_ECHO = 60  # characters of a bad token quoted back in an `info string`
-SCORE_SCALE, SCORE_STRETCH = 111.714640912, 1.5620688421  # lc0's cp = 111.714640912 * tan(1.5620688421 * v)
 
 # the commands of the spec (GUI to engine), and those answered while a search runs
 COMMANDS = (
@@ -107,123 +105,6 @@ COMMANDS = (
     "quit",
 )
 WHILE_SEARCHING = ("isready", "stop", "ponderhit", "debug", "quit")  # answered at once during a search
-GO_NUMBERS = ("wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate", "movetime")
-GO_FLAGS = ("infinite", "ponder")
-_INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
-
-
-def score_cp(value: float) -> int:
-    """Centipawns of a value in [-1, 1] for the side to move, by lc0's formula (see the module docstring).
-
-    score_cp(0) = 0; score_cp(0.5) = round(111.7146 · tan(0.7810)) = round(111.7146 · 0.99130) = 111."""
-    v = min(1.0, max(-1.0, float(value))) if math.isfinite(value) else 0.0
-    return int(round(SCORE_SCALE * math.tan(SCORE_STRETCH * v)))
-
-
-def _echo(text: str) -> str:
-    """`text` safe to quote on one protocol line: printable ASCII only, at most MAX_ECHO characters."""
-    clean = "".join(c if " " <= c <= "~" else "?" for c in text)
-    return clean if len(clean) <= MAX_ECHO else clean[: MAX_ECHO - 3] + "..."
-
-
-# --- parsing ---------------------------------------------------------------------------------------------------------
-class PositionError(ValueError):
-    """A `position` command whose position cannot be played (one-line message)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Position:
-    root: str  # the FEN of the root position (python-chess's normal form)
-    moves: tuple[chess.Move, ...]  # the moves from it, each legal
-
-
-def parse_position(args: Sequence[str]) -> Position:
-    """The arguments of `position` (after the word) -> Position; PositionError if python-chess rejects it."""
-    if not args:
-        raise PositionError("position needs 'startpos' or 'fen FEN'")
-    if args[0] == "startpos":
-        board, rest = chess.Board(), list(args[1:])
-    elif args[0] == "fen":
-        end = args.index("moves") if "moves" in args else len(args)
-        fen = " ".join(args[1:end])
-        if not fen:
-            raise PositionError("position fen needs a FEN")
-        try:
-            board = chess.Board(fen)
-        except ValueError as e:
-            raise PositionError(f"bad FEN {_echo(fen)!r}: {_echo(str(e))}") from None
-        status = chess.Status(board.status())
-        if status:
-            reasons = ", ".join(str(f.name).lower().replace("_", " ") for f in chess.Status if f.value and f in status)
-            raise PositionError(
-                f"FEN {_echo(fen)!r} is not a position of standard chess that pgx can play ({reasons or status})"
-            )
-        rest = list(args[end:])
-    else:
-        raise PositionError(f"position needs 'startpos' or 'fen', got {_echo(args[0])!r}")
-    root = board.fen()
-    if rest and rest[0] != "moves":
-        raise PositionError(f"expected 'moves' after the position, got {_echo(rest[0])!r}")
-    moves = []
-    for text in rest[1:]:
-        try:
-            move = board.parse_uci(text.lower())
-        except ValueError:
-            raise PositionError(f"illegal or malformed move {_echo(text)!r} in {board.fen()}") from None
-        if not move:
-            raise PositionError("the null move 0000 has no pgx chess action")
-        board.push(move)
-        moves.append(move)
-    return Position(root, tuple(moves))
-
-
-@dataclasses.dataclass(frozen=True)
-class GoCommand:
-    """The parameters of one `go` (times in ms, as the spec gives them)."""
-
-    wtime: int | None = None
-    btime: int | None = None
-    winc: int | None = None
-    binc: int | None = None
-    movestogo: int | None = None
-    depth: int | None = None
-    nodes: int | None = None
-    mate: int | None = None
-    movetime: int | None = None
-    infinite: bool = False
-    ponder: bool = False
-    searchmoves: tuple[str, ...] = ()
-
-
-def parse_go(args: Sequence[str]) -> tuple[GoCommand, list[str]]:
-    """The arguments of `go` -> (GoCommand, notes on what was ignored). Never raises: a `go` always gets a bestmove."""
-    values: dict[str, Any] = {}
-    notes: list[str] = []
-    i = 0
-    while i < len(args):
-        token = args[i]
-        if token in GO_FLAGS:
-            values[token] = True
-            i += 1
-        elif token in GO_NUMBERS:
-            number = args[i + 1] if i + 1 < len(args) else ""
-            if _INTEGER.fullmatch(number):
-                values[token] = int(number)
-                i += 2
-            else:
-                notes.append(f"ignored 'go {token}' without an integer value")
-                i += 1
-        elif token == "searchmoves":
-            i += 1
-            moves = []
-            while i < len(args) and args[i] not in GO_FLAGS + GO_NUMBERS:
-                moves.append(args[i].lower())
-                i += 1
-            values["searchmoves"] = tuple(moves)
-        else:
-            notes.append(f"ignored unknown go token {_echo(token)!r}")
-            i += 1
-    return GoCommand(**values), notes
 
 
 # --- pgx states -------------------------------------------------------------------------------------------------------
@@ -322,7 +203,7 @@ def _legal_actions(state) -> frozenset[int]:
 class _Search:
     """One `go` in progress. `pondering` and `deadline` change under the engine's lock (ponderhit)."""
 
-    command: GoCommand
+    command: protocol.GoCommand
     board: chess.Board  # the root position
     max_visits: int | None  # the tree's simulations at which the search ends (None: no such limit)
     budget_s: float  # seconds for this move from when the clock runs (math.inf: no clock)
@@ -374,8 +255,8 @@ class UciEngine:
         self.multipv = 1
         self.move_overhead_ms = DEFAULT_OVERHEAD_MS
         self.info_interval_s = info_interval_s
-        self.position = Position(chess.STARTING_FEN, ())
-        self._synced: Position | None = None  # the position the tree is at (None: rebuild it before using it)
+        self.position = protocol.Position(chess.STARTING_FEN, ())
+        self._synced: protocol.Position | None = None  # the position the tree is at (None: rebuild it before using it)
         self._lock = threading.Lock()
         self._search: _Search | None = None
         self._search_thread: threading.Thread | None = None
@@ -425,10 +306,10 @@ class UciEngine:
             return True
         start = next((i for i, t in enumerate(tokens) if t in COMMANDS), None)
         if start is None:
-            self.note(f"ignored unknown command {_echo(tokens[0])!r}")
+            self.note(f"ignored unknown command {protocol.echo(tokens[0])!r}")
             return True
         if start > 0:
-            self.note(f"ignored unknown tokens before {tokens[start]!r}: {_echo(' '.join(tokens[:start]))!r}")
+            self.note(f"ignored unknown tokens before {tokens[start]!r}: {protocol.echo(' '.join(tokens[:start]))!r}")
         command, args = tokens[start], tokens[start + 1 :]
         if command not in WHILE_SEARCHING and self.searching:
             self.note(f"{command} while searching: the search stops first")
@@ -476,9 +357,9 @@ class UciEngine:
         key = name.lower()
 
         def integer(low: int, high: int) -> int | None:
-            if _INTEGER.fullmatch(value) and low <= int(value) <= high:
+            if protocol.INTEGER.fullmatch(value) and low <= int(value) <= high:
                 return int(value)
-            self.note(f"ignored setoption {_echo(name)}: the value must be an integer from {low} to {high}")
+            self.note(f"ignored setoption {protocol.echo(name)}: the value must be an integer from {low} to {high}")
             return None
 
         if key == "simulations":
@@ -497,31 +378,31 @@ class UciEngine:
             if integer(1, MAX_THREADS) is not None:
                 self.note("Threads has no effect: the search is one program on one JAX device")
         else:
-            self.note(f"ignored setoption: no option {_echo(name)!r}")
+            self.note(f"ignored setoption: no option {protocol.echo(name)!r}")
         return True
 
     def _cmd_ucinewgame(self, args) -> bool:
-        self.position = Position(chess.STARTING_FEN, ())
+        self.position = protocol.Position(chess.STARTING_FEN, ())
         self._synced = None  # a new game: no tree from the last one
         return True
 
     def _cmd_position(self, args) -> bool:
         try:
-            new = parse_position(args)
-        except PositionError as e:
+            new = protocol.parse_position(args)
+        except protocol.PositionError as e:
             self.error(f"{e}; the position is unchanged")
             return True
         self._ready()
         old, self.position = self.position, new
         try:
             self._sync()
-        except PositionError as e:
+        except protocol.PositionError as e:
             self.position, self._synced = old, None
             self.error(f"{e}; the position is unchanged")
         return True
 
     def _cmd_go(self, args) -> bool:
-        command, notes = parse_go(args)
+        command, notes = protocol.parse_go(args)
         for message in notes:
             self.note(message)
         if command.depth is not None or command.mate is not None:
@@ -530,7 +411,9 @@ class UciEngine:
         board = self._board()
         try:
             self._sync()
-        except PositionError as e:  # cannot happen for a position `position` accepted; still, always a bestmove
+        except (
+            protocol.PositionError
+        ) as e:  # cannot happen for a position `position` accepted; still, always a bestmove
             self.error(str(e))
             self.send("bestmove 0000")
             return True
@@ -563,7 +446,7 @@ class UciEngine:
         return False
 
     # -- positions and the tree ----------------------------------------------------------------------------------------
-    def _board(self, position: Position | None = None) -> chess.Board:
+    def _board(self, position: protocol.Position | None = None) -> chess.Board:
         position = position or self.position
         board = chess.Board(position.root)
         for move in position.moves:
@@ -587,7 +470,7 @@ class UciEngine:
             for move in new.moves[len(old.moves) :]:
                 action = cm.move_to_action(move, board)
                 if action not in _legal_actions(self._state()):
-                    raise PositionError(f"pgx does not allow {move.uci()} in {board.fen()}")
+                    raise protocol.PositionError(f"pgx does not allow {move.uci()} in {board.fen()}")
                 self._tree.play(action)
                 board.push(move)
                 stepped = True
@@ -597,7 +480,7 @@ class UciEngine:
             for move in new.moves:
                 action = cm.move_to_action(move, board)
                 if action not in _legal_actions(state):
-                    raise PositionError(f"pgx does not allow {move.uci()} in {board.fen()}")
+                    raise protocol.PositionError(f"pgx does not allow {move.uci()} in {board.fen()}")
                 state = _step(self.env)(state, jnp.int32(action))
                 board.push(move)
                 stepped = True
@@ -613,11 +496,11 @@ class UciEngine:
             )
             self._tree.reset(_fen_state(board))
         if (_legal_actions(self._state()) != legal) if legal else not bool(self._state().terminated):
-            raise PositionError(f"pgx's legal moves differ from those of chess in {board.fen()}")
+            raise protocol.PositionError(f"pgx's legal moves differ from those of chess in {board.fen()}")
         self._synced = new
 
     # -- searching -----------------------------------------------------------------------------------------------------
-    def _limits(self, command: GoCommand, board: chess.Board) -> tuple[int | None, float]:
+    def _limits(self, command: protocol.GoCommand, board: chess.Board) -> tuple[int | None, float]:
         """(max_visits, seconds) of a `go`: the tree's simulations and the time at which it ends."""
         overhead = self.move_overhead_ms / 1000
         mine, inc = (command.wtime, command.winc) if board.turn == chess.WHITE else (command.btime, command.binc)
@@ -633,7 +516,7 @@ class UciEngine:
             max_visits = self.simulations or self.agent.default_simulations
         return max_visits, seconds
 
-    def _start_search(self, command: GoCommand, board: chess.Board) -> None:
+    def _start_search(self, command: protocol.GoCommand, board: chess.Board) -> None:
         max_visits, seconds = self._limits(command, board)
         search = _Search(
             command=command,
@@ -747,7 +630,7 @@ class UciEngine:
                 continue
             after = search.board.copy(stack=False)
             after.push_uci(pv[0])
-            score = "mate 1" if after.is_checkmate() else f"cp {score_cp(2 * info.winrate - 1)}"
+            score = "mate 1" if after.is_checkmate() else f"cp {protocol.score_cp(2 * info.winrate - 1)}"
             multipv = f" multipv {k}" if self.multipv > 1 else ""
             self.send(f"info depth {len(pv)}{multipv} score {score} {counters} pv {' '.join(pv)}")
 
