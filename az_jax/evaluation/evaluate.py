@@ -27,7 +27,7 @@ def _slug(text: str) -> str:
 
 
 def write_games(directory: str, game: str, a: str, b: str, games: list[match_lib.GameResult]) -> int:
-    """One record file per game (envs/records.py picks the format); returns how many were written."""
+    """One record file per game (envs/records/ picks the format); returns how many were written."""
     os.makedirs(directory, exist_ok=True)
     for i, g in enumerate(games):
         first, second = (a, b) if g.a_first else (b, a)
