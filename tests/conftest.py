@@ -15,6 +15,7 @@ compile options, XLA flags and devices are all equal, so results are those of a 
 import os
 import shutil
 import tempfile
+import time
 
 import jax
 
@@ -138,3 +139,27 @@ def fast_compiles():
 def pytest_unconfigure(config):
     if _CACHE_OWNER:
         shutil.rmtree(XLA_CACHE_DIR, ignore_errors=True)
+
+
+def process_gone(pid: int) -> bool:
+    """The process no longer runs: reaped, or a zombie awaiting its (new) parent's reaping."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+    except OSError:  # no procfs: fall back to signal 0
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+
+def wait_process_gone(pid: int, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process_gone(pid):
+            return True
+        time.sleep(0.02)
+    return process_gone(pid)
