@@ -126,7 +126,6 @@ def init_state(setup: Setup, seed: int | jax.Array) -> TrainState:
             obs_dtype,
             setup.env.num_actions,
             keep_search_value=cfg.value_target_mix > 0,
-            keep_trainable=cfg.full_search_fraction < 1.0,
         ),
         key=jax.random.key_data(run_key),
         iteration=jnp.int32(0),
@@ -177,7 +176,7 @@ def learn(
     and "finite", 1.0 when every step's loss and gradient norm and the resulting params, batch statistics and
     optimizer state are finite, else 0.0 (the host loop stops on 0.0: az_jax/loop.py)."""
     cfg = setup.config
-    local_done = replay_lib.sampleable(buffer).sum()
+    local_done = buffer.done.sum()
     ready = (jax.lax.psum(local_done, DEVICE_AXIS) >= max(cfg.min_replay_size, 1)) & (
         jax.lax.pmin(local_done, DEVICE_AXIS) > 0
     )

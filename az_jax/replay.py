@@ -29,9 +29,6 @@ class ReplayBuffer:
     # [N] float32 the root's search value for the mover; None (not kept) when the value target is z alone
     # (Config.value_target_mix = 0)
     search_value: jax.Array | None = None
-    # [N] bool the position was fully searched and is trained on; None (all are) without playout cap randomization
-    # (Config.full_search_fraction = 1)
-    trainable: jax.Array | None = None
 
     @property
     def capacity(self) -> int:
@@ -52,7 +49,6 @@ def init(
     obs_dtype,
     num_actions: int,
     keep_search_value: bool = False,
-    keep_trainable: bool = False,
 ) -> ReplayBuffer:
     zeros = lambda shape, dtype: jnp.zeros(shape, dtype)
     return ReplayBuffer(
@@ -66,7 +62,6 @@ def init(
         pending=zeros((capacity,), jnp.bool_),
         done=zeros((capacity,), jnp.bool_),
         search_value=zeros((capacity,), jnp.float32) if keep_search_value else None,
-        trainable=zeros((capacity,), jnp.bool_) if keep_trainable else None,
     )
 
 
@@ -82,7 +77,9 @@ def add(
     trainable: jax.Array | None = None,
 ) -> ReplayBuffer:
     """Writes one ply of B games (arrays [B, ...]) at rows (ply_index·B + b) mod N, outcome pending.
-    `search_value` [B] and `trainable` ([] or [B] bool) are stored when the buffer keeps them (ignored otherwise)."""
+    `search_value` [B] is stored when the buffer keeps it (ignored otherwise). `trainable` ([] or [B] bool; None:
+    all) marks the positions that will be trained on: the others (the fast searches of playout cap randomization) are
+    written neither pending nor done, so no outcome ever reaches them and no minibatch draws them."""
     num_games = player.shape[0]
     # (p·B) mod N computed as ((p mod N)·B) mod N, so a long run's ply counter cannot overflow int32.
     rows = ((ply_index % buffer.capacity) * num_games + jnp.arange(num_games)) % buffer.capacity
@@ -95,10 +92,9 @@ def add(
         slot=put(buffer.slot, jnp.arange(num_games, dtype=jnp.int32)),
         episode=put(buffer.episode, episode),
         outcome=put(buffer.outcome, 0.0),
-        pending=put(buffer.pending, True),
+        pending=put(buffer.pending, True if trainable is None else jnp.broadcast_to(trainable, (num_games,))),
         done=put(buffer.done, False),
         search_value=None if buffer.search_value is None else put(buffer.search_value, search_value),
-        trainable=None if buffer.trainable is None else put(buffer.trainable, trainable),
     )
 
 
@@ -116,11 +112,6 @@ def resolve(buffer: ReplayBuffer, ended: jax.Array, episode: jax.Array, rewards:
     )
 
 
-def sampleable(buffer: ReplayBuffer) -> jax.Array:
-    """[N] bool the positions a minibatch may draw: outcome known, and fully searched (playout cap randomization)."""
-    return buffer.done if buffer.trainable is None else buffer.done & buffer.trainable
-
-
 def sample(
     buffer: ReplayBuffer,
     rng_key: jax.Array,
@@ -128,8 +119,7 @@ def sample(
     symmetry_game: str | None = None,
     value_target_mix: float = 0.0,
 ) -> Batch:
-    """Uniform sample with replacement among the `sampleable` positions (outcome known; fully searched); the key is
-    consumed.
+    """Uniform sample with replacement among positions whose outcome is known; the key is consumed.
 
     The batch's value target is z, or with `value_target_mix` λ > 0 (the buffer must keep search values)
     (1 − λ)·z + λ·v_search: the game's outcome mixed with the root's search value at the time the position was played,
@@ -143,7 +133,7 @@ def sample(
     rows_key = rng_key
     if symmetry_game is not None:
         rows_key, symmetry_key = jax.random.split(rng_key)
-    weights = sampleable(buffer).astype(jnp.float32)
+    weights = buffer.done.astype(jnp.float32)
     rows = jax.random.choice(rows_key, buffer.capacity, (batch_size,), p=weights / jnp.maximum(weights.sum(), 1.0))
     outcome = buffer.outcome[rows]
     if value_target_mix:

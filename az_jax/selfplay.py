@@ -136,7 +136,7 @@ def play(
             games.current_player,
             state.episode,
             search_value=value,
-            trainable=full,
+            trainable=None if settings.fast_search is None else full,
         )
         mover = games.current_player
         games = jax.vmap(env.step)(games, action)
