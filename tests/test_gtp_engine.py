@@ -480,7 +480,7 @@ def test_cli_argument_errors():
     with pytest.raises(UsageError, match="capacity"):
         build_parser().parse_args(["gtp", "--run-dir", "x", "--capacity", "1"])
     args = build_parser().parse_args(["gtp", "--run-dir", "x", "--resign-threshold", "-0.5"])
-    assert (args.resign_threshold, args.capacity, args.simulations) == (-0.5, 8192, None)
+    assert (args.resign_threshold, args.capacity, args.simulations) == (-0.5, None, None)
 
 
 def test_cli_missing_run_is_one_line_error(tmp_path):

@@ -165,7 +165,8 @@ class GoEngine:
         agent's (config.eval_simulations or num_simulations) with no clock, no cap with one.
       resign_threshold: resign when the root's value and the chosen move's value (in [-1, 1], for the side to move)
         are both below it; -1 never resigns.
-      capacity, chunk, seed: of the TreeSearch (nodes kept; simulations per jitted call; tie-break noise).
+      capacity, chunk, seed: of the TreeSearch (nodes kept, None for tree_search.default_capacity; simulations per
+        jitted call; tie-break noise).
       log: where lines for the person running the engine go (stderr by default); never the protocol's stdout.
     """
 
@@ -175,7 +176,7 @@ class GoEngine:
         *,
         simulations: int | None = None,
         resign_threshold: float = DEFAULT_RESIGN_THRESHOLD,
-        capacity: int = 8192,
+        capacity: int | None = None,
         chunk: int = 32,
         seed: int = 0,
         log: Callable[[str], None] | None = None,

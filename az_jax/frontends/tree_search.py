@@ -3,7 +3,8 @@ carried over to the next move (tree reuse). mctx keeps no tree between calls; th
 
 API (batch of one game; host-side object around jitted pure functions):
 
-    ts = TreeSearch(agent, capacity=8192, chunk=32)   # agent: az_jax.agent.Agent; env: agent.env unless given
+    ts = TreeSearch(agent, capacity=None, chunk=32)   # agent: az_jax.agent.Agent; env: agent.env unless given;
+                                    # capacity None: default_capacity(env)
     ts.reset(state)                 # an unbatched pgx state: a fresh root, no tree
     ts.search(64)                   # adds up to 64 simulations to the tree (fewer once `capacity` is full); returns
                                     # how many it added
@@ -177,6 +178,33 @@ class _Programs:
         self.softmax = jax.jit(jax.nn.softmax)
 
 
+TREE_BUDGET_BYTES = 16 * 2**20  # default_capacity's budget for the tree's per-node arrays
+CAPACITY_RANGE = (256, 8192)
+
+
+def node_bytes(env: pgx.Env) -> int:
+    """Bytes one tree node takes: its position (mctx keeps each node's pgx state as its embedding) and its children's
+    rows (index, prior logit, value, visits, reward, discount: 6 × 4 bytes per action)."""
+    state = jax.eval_shape(env.init, jax.random.key(0))
+    leaves = [x for x in jax.tree.leaves(state) if not jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)]
+    return sum(x.size * x.dtype.itemsize for x in leaves) + 24 * env.num_actions
+
+
+def default_capacity(env: pgx.Env, budget: int = TREE_BUDGET_BYTES) -> int:
+    """The largest power of two in CAPACITY_RANGE whose tree fits `budget` bytes (the smallest if none does).
+
+    Why a budget: every simulation's cost grows with the tree's size once the tree outgrows the CPU's caches, whatever
+    the number of nodes in use (`python experiments/tree_capacity.py RUN_DIR`; a go_9x9 run, 7.7 kB a node, 2-core
+    CPU with one other busy process: 1.3 ms a simulation at 256 nodes, 1.9 at 1024, 2.3 at 2048, 9.9 at 8192).
+    go_9x9 gets 2048 nodes, go_19x19 and chess 256; engines take --capacity to trade speed for the most visits one
+    position can hold."""
+    per_node = node_bytes(env)
+    capacity = CAPACITY_RANGE[0]
+    while capacity * 2 <= CAPACITY_RANGE[1] and capacity * 2 * per_node <= budget:
+        capacity *= 2
+    return capacity
+
+
 @functools.cache
 def _programs(apply_fn, env, c_init, c_base, capacity) -> _Programs:
     return _Programs(apply_fn, env, c_init, c_base, capacity)
@@ -185,11 +213,13 @@ def _programs(apply_fn, env, c_init, c_base, capacity) -> _Programs:
 class TreeSearch:
     """See the module docstring. Not thread-safe: one thread searches it at a time."""
 
-    def __init__(self, agent, env: pgx.Env | None = None, capacity: int = 8192, chunk: int = 32, seed: int = 0):
+    def __init__(self, agent, env: pgx.Env | None = None, capacity: int | None = None, chunk: int = 32, seed: int = 0):
+        env = env if env is not None else agent.env
+        capacity = default_capacity(env) if capacity is None else capacity
         if capacity < 2 or chunk < 1:
             raise ValueError(f"capacity must be >= 2 and chunk >= 1, got {capacity} and {chunk}")
         self.agent = agent
-        self.env = env if env is not None else agent.env
+        self.env = env
         self.capacity = capacity
         self.chunk = chunk
         self.variables = agent.variables

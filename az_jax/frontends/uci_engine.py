@@ -86,7 +86,7 @@ MAX_MULTIPV = 256  # more than the legal moves of any chess position (at most 21
 MAX_OVERHEAD_MS = 60_000
 DEFAULT_OVERHEAD_MS = int(round(clock.OVERHEAD_S * 1000))  # the `Move Overhead` option (ms)
 MAX_THREADS = 1024
-DEFAULT_CAPACITY = 8192  # tree nodes (TreeSearch's default): simulations one move can hold
+DEFAULT_CAPACITY = None  # tree nodes: None is tree_search.default_capacity (256 for chess); simulations a move holds
 DEFAULT_CHUNK = 32  # simulations per jitted call: the granularity of `stop`, of the clock and of `info` lines
 INFO_INTERVAL_S = 0.5  # at most one `info` line per this many seconds while searching (plus the final one)
 
@@ -229,7 +229,7 @@ class UciEngine:
         send: Callable[[str], None] = print,
         *,
         simulations: int | None = None,
-        capacity: int = DEFAULT_CAPACITY,
+        capacity: int | None = DEFAULT_CAPACITY,
         chunk: int = DEFAULT_CHUNK,
         seed: int = 0,
         info_interval_s: float = INFO_INTERVAL_S,
@@ -241,7 +241,7 @@ class UciEngine:
         if isinstance(agent, Agent):
             _check_chess(agent)
         self._load: Callable[[], Agent] = agent if not isinstance(agent, Agent) else (lambda: agent)
-        self._tree_options = {"capacity": capacity, "chunk": chunk, "seed": seed}
+        self._tree_options: dict[str, Any] = {"capacity": capacity, "chunk": chunk, "seed": seed}
         self.agent: Agent | None = None
         self.env: Any = None
         self.tree: TreeSearch | None = None

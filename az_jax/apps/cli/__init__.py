@@ -9,6 +9,7 @@
     render   a position (from a game record or a move list) as SVG or PNG         render.py
     gtp      a trained Go agent as a GTP engine (Sabaki, GoGui, Lizzie, referees)   gtp.py
     uci      a trained chess agent as a UCI engine (cutechess, lichess-bot, GUIs)   uci.py
+    alphago  the AlphaGo (2016) pipeline: expert games and data, SL policy, ...     alphago.py
 
 Each module has `add_parser(subparsers)` and `run(args) -> int`; args.py holds the parser class and the number types
 the arguments are checked with. `main` sets up the devices before JAX starts its backend, then runs the subcommand,
@@ -29,12 +30,13 @@ import threading
 import jax
 
 from az_jax import distributed, host_devices
-from az_jax.apps.cli import bench, eval, gtp, ladder, play, render, sweep, train, uci
+from az_jax.apps.cli import alphago, bench, eval, gtp, ladder, play, render, sweep, train, uci
 from az_jax.apps.cli.args import Parser, UsageError, devices
 
 # The subcommands in the order `az-jax --help` lists them; each one's name is its module's.
 COMMANDS = {
-    module.__name__.rsplit(".", 1)[1]: module for module in (train, play, bench, eval, ladder, sweep, render, gtp, uci)
+    module.__name__.rsplit(".", 1)[1]: module
+    for module in (train, play, bench, eval, ladder, sweep, render, gtp, uci, alphago)
 }
 
 

@@ -43,8 +43,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--capacity",
         type=bounded_int(2, 1_000_000),
-        default=8192,
-        help="nodes of the search tree kept between moves (a search stops when it is full)",
+        default=None,
+        help="nodes of the search tree kept between moves (a search stops when it is full; default: as many as fit "
+        "16 MiB, 2048 on 9x9 and 256 on 19x19: a larger tree makes every simulation slower on CPU)",
     )
     parser.add_argument(
         "--chunk", type=bounded_int(1, 65_536), default=32, help="simulations per search call (time checks between)"

@@ -29,8 +29,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--capacity",
         type=bounded_int(2, MAX_CAPACITY),
-        default=8192,
-        help="search tree nodes, the most simulations one move can hold (about 150 kB of device memory each)",
+        default=None,
+        help="search tree nodes, the most simulations one move can hold (about 160 kB of memory each; default 256: "
+        "a larger tree makes every simulation slower on CPU)",
     )
     parser.add_argument("--seed", type=seed, default=0)
     add_weights(parser)
