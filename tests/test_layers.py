@@ -23,7 +23,7 @@ CORE = [
     "devices",
 ]
 RUNTIME = ["trainer", "loop", "checkpoint", "metrics", "agent", "distributed", "host_devices", "files"]
-OUTER = ("az_jax.evaluation", "az_jax.engines", "az_jax.frontends", "az_jax.apps")
+OUTER = ("az_jax.evaluation", "az_jax.engines", "az_jax.frontends", "az_jax.apps", "az_jax.alphago")
 
 
 def _imports(path: pathlib.Path) -> list[tuple[str, int, bool]]:

@@ -6,6 +6,9 @@
     run:DIR[@STEP][:sims=N]         a trained az_jax network (latest checkpoint, or STEP), greedy by visits after
                                     N simulations (default: the run's eval_simulations); sims=0 is the raw policy
                                     (the most probable legal move, no search)
+    sl:DIR[@STEP][:temp=T]          an AlphaGo policy network trained by `az-jax alphago sl` (Nature 2016's p_σ),
+                                    no search: the most probable sensible point (temp=0, default) or one sampled at
+                                    temperature T; passes when no sensible point is left (alphago/policy_player.py)
     gnugo[:level=N]                 GNU Go over GTP with the options that make its final position score the same
                                     under Tromp-Taylor rules (Chinese rules, all dead stones captured)
     gtp:COMMAND                     any GTP engine, e.g. gtp:"gnugo --mode gtp --level 10 --chinese-rules"
@@ -33,6 +36,8 @@ import jax.numpy as jnp
 
 from az_jax import arena
 from az_jax.agent import load_agent
+from az_jax.alphago import supervised as alphago_supervised
+from az_jax.alphago.policy_player import policy_actions
 from az_jax.engines.gtp import GTPEngine, find_executable
 from az_jax.engines.uci import UCIEngine, strength_options
 from az_jax.evaluation import rollout_mcts
@@ -167,16 +172,14 @@ def make_player(spec: str, game: str, *, default_simulations: int | None = None)
         if weights not in WEIGHTS:
             raise PlayerSpecError(f"{spec!r}: weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
         _no_more(options, spec, "sims, weights")
-        path, at, step_text = body.rpartition("@")
-        if not at:
-            path, step_text = body, ""
-        if not path:
-            raise PlayerSpecError(f"{spec!r}: give a run directory, e.g. run:runs/connect_four-small@50")
-        try:
-            step = int(step_text) if step_text else None
-        except ValueError:
-            raise PlayerSpecError(f"{spec!r}: the step after @ must be an integer") from None
+        path, step = _path_and_step(body, spec, "run:runs/connect_four-small@50")
         return run_player(path, step=step, simulations=sims, game=game, weights=weights)
+    if kind == "sl":
+        body, options = _split_options(rest, spec)
+        temperature = _number(options, "temp", float, 0.0, spec, low=0.0)
+        _no_more(options, spec, "temp")
+        path, step = _path_and_step(body, spec, "sl:runs/alphago-sl9@2000")
+        return alphago_policy_player(path, game, step=step, temperature=temperature)
     if kind == "gnugo":
         options = _only_options(rest, spec)
         level = _number(options, "level", int, 10, spec, low=0)
@@ -193,9 +196,22 @@ def make_player(spec: str, game: str, *, default_simulations: int | None = None)
     if kind == "uci":
         return uci_player(rest, game, spec)
     raise PlayerSpecError(
-        f"unknown player {spec!r}; use random, mcts:sims=N, run:DIR[@STEP][:sims=N], "
+        f"unknown player {spec!r}; use random, mcts:sims=N, run:DIR[@STEP][:sims=N], sl:DIR[@STEP][:temp=T], "
         f"gnugo[:level=N], gtp:COMMAND or uci:COMMAND[:OPTIONS]"
     )
+
+
+def _path_and_step(body: str, spec: str, example: str) -> tuple[str, int | None]:
+    """DIR[@STEP] of a spec: (DIR, STEP or None)."""
+    path, at, step_text = body.rpartition("@")
+    if not at:
+        path, step_text = body, ""
+    if not path:
+        raise PlayerSpecError(f"{spec!r}: give a run directory, e.g. {example}")
+    try:
+        return path, int(step_text) if step_text else None
+    except ValueError:
+        raise PlayerSpecError(f"{spec!r}: the step after @ must be an integer") from None
 
 
 def _random_apply(variables, states, key):
@@ -256,6 +272,24 @@ def run_player(
     if game is not None and agent.config.game != game:
         raise PlayerSpecError(f"{path} is a {agent.config.game} run, not {game}")
     return agent_player(agent, simulations, name=name or f"{os.path.basename(os.path.abspath(path))}@{agent.step}")
+
+
+@functools.cache
+def _alphago_policy_apply(config, temperature: float) -> Callable:
+    network = alphago_supervised.network(config)
+    return lambda params, states, key: policy_actions(network, config.planes, params, states, key, temperature)
+
+
+def alphago_policy_player(path: str, game: str, *, step: int | None = None, temperature: float = 0.0) -> JaxPlayer:
+    """An AlphaGo policy network's run (`az-jax alphago sl`) as a player without search (see the module docstring)."""
+    try:
+        config, params, step = alphago_supervised.restore_params(path, step)
+    except alphago_supervised.SLError as e:
+        raise PlayerSpecError(str(e)) from None
+    if config.game != game:
+        raise PlayerSpecError(f"{path} is a {config.game} policy, not {game}")
+    name = f"{os.path.basename(os.path.abspath(path))}@{step}" + (f":t{temperature:g}" if temperature else "")
+    return JaxPlayer(name, _alphago_policy_apply(config, temperature), params, step=step, simulations=0)
 
 
 # --- GTP (Go) ---------------------------------------------------------------------------------------------------------

@@ -1,0 +1,310 @@
+"""Supervised learning of the policy network p_σ from expert moves (Silver et al., Nature 2016, Methods, "Supervised
+learning of policy networks"): maximise log p_σ(a | s) of the expert's move a by SGD without momentum, step size
+α = 0.003 halved every 80 million of the 340 million steps, each position augmented by one of the 8 reflections and
+rotations of the board. Held-out move-prediction accuracy is the paper's measure (57.0 % with 48 planes, 55.7 % with
+the board and move history alone, on KGS 6–9 dan games).
+
+What is scaled to 2 CPU cores, and how (all in `SLConfig`, each a command-line option of `az-jax alphago sl`):
+- `steps`: as many as the budget allows; α is halved every steps · 80 / 340 steps, the paper's ratio.
+- `batch_size`: the paper's m = 16 keeps a CPU busy poorly; the default is 64 with α scaled by 64 / 16 (the usual
+  linear rule for SGD), i.e. 0.012. `--batch-size 16 --learning-rate 0.003` is the paper's setting.
+- `filters`, `layers`: the paper's 192 and 13 are the defaults; CPU presets use fewer.
+
+Program shape: one jitted step, data-parallel over the mesh (`az_jax.devices.sharded`): each device computes the
+features of its share of the batch (az_jax.alphago.features) from the compact positions, applies its own random
+symmetry per position, and the gradients are averaged over devices. Features are never stored: a data set of
+positions is ~2 bytes per point, its 48 planes would be 48.
+"""
+
+import dataclasses
+import functools
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from typing import cast
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import orbax.checkpoint as ocp
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
+
+from az_jax import devices, files
+from az_jax.alphago import features as features_lib
+from az_jax.alphago.dataset import Positions
+from az_jax.alphago.networks import PolicyNetwork
+from az_jax.alphago.position import Position
+from envs import symmetries
+
+PAPER_HALVING_FRACTION = 80 / 340  # α halved every 80 M of 340 M steps
+
+
+class SLError(RuntimeError):
+    """A run directory that does not fit the command (another config, damaged checkpoint)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SLConfig:
+    size: int  # board size N (9 or 19)
+    filters: int = 192  # k
+    layers: int = 13
+    planes: int = 48  # 4, 12, 20 or 48: the first planes of Extended Data Table 2
+    batch_size: int = 64
+    learning_rate: float = 0.012  # α (the paper's 0.003 at m = 16, scaled to m = 64)
+    steps: int = 10_000
+    halve_every: int = 0  # 0: steps · 80 / 340 (the paper's ratio)
+    symmetries: bool = True  # augment each position with one of the 8 symmetries
+    eval_every: int = 500
+    checkpoint_every: int = 1000
+    seed: int = 0
+
+    def __post_init__(self):
+        checks = {
+            "size": self.size in (9, 19),
+            "filters": self.filters >= 1,
+            "layers": self.layers >= 2,
+            "planes": self.planes in features_lib.PLANE_COUNTS and self.planes != features_lib.NUM_VALUE_PLANES,
+            "batch_size": self.batch_size >= 1,
+            "learning_rate": self.learning_rate > 0 and math.isfinite(self.learning_rate),
+            "steps": self.steps >= 1,
+            "halve_every": self.halve_every >= 0,
+            "eval_every": self.eval_every >= 1,
+            "checkpoint_every": self.checkpoint_every >= 1,
+        }
+        bad = [k for k, ok in checks.items() if not ok]
+        if bad:
+            k = bad[0]
+            raise ValueError(f"SLConfig: invalid {k}={getattr(self, k)!r}")
+
+    @property
+    def game(self) -> str:
+        return f"go_{self.size}x{self.size}"
+
+    @property
+    def halving_steps(self) -> int:
+        return self.halve_every or max(1, round(self.steps * PAPER_HALVING_FRACTION))
+
+
+@dataclasses.dataclass(frozen=True)
+class SLState:
+    params: dict
+    opt_state: optax.OptState
+    step: jax.Array  # [] int32
+
+
+jax.tree_util.register_dataclass(SLState, data_fields=["params", "opt_state", "step"], meta_fields=[])
+
+
+def network(config: SLConfig) -> PolicyNetwork:
+    return PolicyNetwork(layers=config.layers, filters=config.filters)
+
+
+def optimizer_schedule(config: SLConfig) -> optax.Schedule:
+    return optax.exponential_decay(config.learning_rate, config.halving_steps, 0.5, staircase=True)
+
+
+def optimizer(config: SLConfig) -> optax.GradientTransformation:
+    """Plain SGD (no momentum, as the paper), α halved every `halving_steps`."""
+    return optax.sgd(optimizer_schedule(config))
+
+
+def init_state(config: SLConfig) -> SLState:
+    n = config.size
+    params = network(config).init(jax.random.key(config.seed), jnp.zeros((1, n, n, config.planes)))["params"]
+    return SLState(params=params, opt_state=optimizer(config).init(params), step=jnp.int32(0))
+
+
+def planes_of(config: SLConfig, position: Position) -> jax.Array:
+    """[B, N, N, planes] float32 feature planes of a batch of positions."""
+    return features_lib.features(position, config.planes).astype(jnp.float32)
+
+
+def loss_and_accuracy(params, config: SLConfig, planes: jax.Array, action: jax.Array, empty: jax.Array):
+    """Mean −log p_σ(a|s) and top-1 accuracy; the prediction is the most probable empty point."""
+    logits = cast(jax.Array, network(config).apply({"params": params}, planes))  # [B, N²]
+    loss = optax.softmax_cross_entropy_with_integer_labels(logits, action).mean()
+    guess = jnp.argmax(jnp.where(empty, logits, -jnp.inf), axis=-1)
+    return loss, (guess == action).mean()
+
+
+def make_train_step(config: SLConfig, mesh: Mesh) -> Callable:
+    """(state, key, position [B, ...], action [B]) -> (state, metrics); the batch is split over the mesh's devices."""
+    tx = optimizer(config)
+
+    def step(state: SLState, key: jax.Array, position: Position, action: jax.Array):
+        key = devices.device_key(jax.random.fold_in(key, state.step))
+        planes = planes_of(config, position)
+        empty = position.board == 0
+        if config.symmetries:
+            sym_key, _ = jax.random.split(key)
+            sym = symmetries.random_symmetry(config.game, sym_key, planes.shape[0])
+            planes = symmetries.transform_observation(config.game, sym, planes)
+            action = symmetries.transform_action(config.game, sym, action)
+            n = config.size
+            empty = symmetries.transform_observation(config.game, sym, empty.reshape(-1, n, n, 1)).reshape(-1, n * n)
+        grad_fn = jax.value_and_grad(loss_and_accuracy, has_aux=True)
+        (loss, accuracy), grads = grad_fn(state.params, config, planes, action, empty)
+        grads = jax.lax.pmean(grads, devices.DEVICE_AXIS)
+        updates, opt_state = tx.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        metrics = jax.lax.pmean({"loss": loss, "accuracy": accuracy}, devices.DEVICE_AXIS)
+        return SLState(params=params, opt_state=opt_state, step=state.step + 1), metrics
+
+    batch = P(devices.DEVICE_AXIS)
+    return devices.sharded(step, mesh, in_specs=(P(), P(), batch, batch), out_specs=(P(), P()), donate_argnums=0)
+
+
+def make_eval_step(config: SLConfig, mesh: Mesh) -> Callable:
+    """(params, position [B, ...], action [B], weight [B]) -> (Σ loss·w, Σ correct·w) over the batch (no symmetry)."""
+
+    def step(params, position: Position, action: jax.Array, weight: jax.Array):
+        logits = cast(jax.Array, network(config).apply({"params": params}, planes_of(config, position)))
+        loss = optax.softmax_cross_entropy_with_integer_labels(logits, action)
+        guess = jnp.argmax(jnp.where(position.board == 0, logits, -jnp.inf), axis=-1)
+        sums = jnp.stack([(loss * weight).sum(), ((guess == action) * weight).sum()])
+        return jax.lax.psum(sums, devices.DEVICE_AXIS)
+
+    batch = P(devices.DEVICE_AXIS)
+    return devices.sharded(step, mesh, in_specs=(P(), batch, batch, batch), out_specs=P())
+
+
+def _take(data: Positions, index: np.ndarray) -> tuple[Position, np.ndarray]:
+    position = jax.tree.map(lambda x: x[index], data.position)
+    return position, data.action[index]
+
+
+def evaluate(config: SLConfig, mesh: Mesh, params, data: Positions, batch_size: int = 512) -> dict:
+    """Held-out mean log-likelihood loss and move-prediction accuracy over every position of `data`."""
+    eval_step = _eval_step(config, mesh)
+    params = jax.device_put(params, devices.shardings(mesh, P()))
+    count = len(data.action)
+    batch_size = -(-batch_size // mesh.size) * mesh.size
+    totals = np.zeros(2)
+    for start in range(0, count, batch_size):
+        index = np.arange(start, start + batch_size)
+        weight = (index < count).astype(np.float32)
+        position, action = _take(data, np.minimum(index, count - 1))
+        totals += np.asarray(eval_step(params, position, action, weight))
+    return {"test_loss": float(totals[0] / count), "test_accuracy": float(totals[1] / count), "test_positions": count}
+
+
+@functools.cache
+def _eval_step(config: SLConfig, mesh: Mesh) -> Callable:
+    return make_eval_step(config, mesh)
+
+
+# -- a run directory: config.json, metrics.jsonl, checkpoints/ (orbax) ----------------------------------------------
+
+
+def _manager(run_dir: str) -> ocp.CheckpointManager:
+    options = ocp.CheckpointManagerOptions(max_to_keep=3, create=True)
+    return ocp.CheckpointManager(os.path.join(os.path.abspath(run_dir), "checkpoints"), options=options)
+
+
+def _write_config(run_dir: str, config: SLConfig, data: str) -> None:
+    path = os.path.join(run_dir, "config.json")
+    wanted = {**dataclasses.asdict(config), "data": os.path.abspath(data)}
+    if os.path.exists(path):
+        with open(path) as f:
+            saved = json.load(f)
+        changed = sorted(k for k in set(saved) | set(wanted) if k != "data" and saved.get(k) != wanted.get(k))
+        if changed:
+            raise SLError(
+                f"{run_dir} holds an SL run with another config ({', '.join(changed)} differ): "
+                "use another --run-dir to start a new run"
+            )
+        return
+    os.makedirs(run_dir, exist_ok=True)
+    with files.replaced_whole(path) as f:
+        json.dump(wanted, f, indent=1)
+
+
+def read_config(run_dir: str) -> SLConfig:
+    """The SLConfig a run directory was trained with."""
+    path = os.path.join(run_dir, "config.json")
+    try:
+        with open(path) as f:
+            saved = json.load(f)
+        saved.pop("data", None)
+        return SLConfig(**saved)
+    except (OSError, ValueError, TypeError) as e:
+        raise SLError(f"{run_dir} is not an SL policy run (config.json: {e})") from None
+
+
+def restore_params(run_dir: str, step: int | None = None) -> tuple[SLConfig, dict, int]:
+    """(config, params, step) of an SL run's latest (or given) checkpoint."""
+    config = read_config(run_dir)
+    manager = _manager(run_dir)
+    step = manager.latest_step() if step is None else step
+    if step is None:
+        raise SLError(f"{run_dir} has no checkpoint yet")
+    return config, _restore_state(manager, run_dir, config, step).params, step
+
+
+def _restore_state(manager: ocp.CheckpointManager, run_dir: str, config: SLConfig, step: int) -> SLState:
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, init_state(config))
+    try:
+        return manager.restore(step, args=ocp.args.StandardRestore(abstract))
+    except Exception as e:  # orbax raises many types for a damaged or missing step
+        raise SLError(f"{run_dir}: checkpoint {step} cannot be read ({type(e).__name__}: {e})") from None
+
+
+def train(
+    config: SLConfig,
+    train_data: Positions,
+    test_data: Positions,
+    run_dir: str,
+    data_path: str = "",
+    mesh: Mesh | None = None,
+    log: Callable[[dict], None] = print,
+) -> dict:
+    """Trains (or resumes) p_σ in `run_dir` for config.steps steps; returns the last metrics. Each eval_every steps a
+    line of metrics.jsonl: step, learning rate, train loss/accuracy (running mean since the last line), held-out
+    loss/accuracy, positions per second."""
+    mesh = mesh or devices.make_mesh()
+    if config.batch_size % mesh.size:
+        raise SLError(f"batch size {config.batch_size} is not a multiple of the {mesh.size} devices")
+    if len(train_data.action) == 0 or len(test_data.action) == 0:
+        raise SLError("the training and held-out sets must both hold positions")
+    _write_config(run_dir, config, data_path)
+    manager = _manager(run_dir)
+    state = init_state(config)
+    if manager.latest_step() is not None:
+        state = _restore_state(manager, run_dir, config, manager.latest_step())
+    replicated = devices.shardings(mesh, P())
+    state = jax.device_put(state, replicated)
+    train_step = make_train_step(config, mesh)
+    schedule = optimizer_schedule(config)
+    rng = np.random.default_rng([config.seed, int(state.step)])
+    key = jax.random.key(config.seed)
+    metrics_path = os.path.join(run_dir, "metrics.jsonl")
+    sums, count, last, tick = np.zeros(2), 0, {}, time.perf_counter()
+    batch_sharding = devices.shardings(mesh, P(devices.DEVICE_AXIS))
+    while int(state.step) < config.steps:
+        position, action = _take(train_data, rng.integers(0, len(train_data.action), config.batch_size))
+        position, action = jax.device_put((position, action), batch_sharding)
+        state, metrics = train_step(state, key, position, action)
+        sums += np.asarray([metrics["loss"], metrics["accuracy"]])
+        count += 1
+        step = int(state.step)
+        if step % config.eval_every == 0 or step == config.steps:
+            seconds = time.perf_counter() - tick
+            last = {
+                "step": step,
+                "learning_rate": float(schedule(step - 1)),
+                "train_loss": float(sums[0] / count),
+                "train_accuracy": float(sums[1] / count),
+                **evaluate(config, mesh, state.params, test_data),
+                "positions_per_second": count * config.batch_size / seconds,
+            }
+            files.append_jsonl(metrics_path, last)
+            log(last)
+            sums, count, tick = np.zeros(2), 0, time.perf_counter()
+        if step % config.checkpoint_every == 0 or step == config.steps:
+            manager.save(step, args=ocp.args.StandardSave(state))
+    manager.wait_until_finished()
+    return last

@@ -1,0 +1,121 @@
+"""`az-jax alphago STAGE`: the AlphaGo (Nature 2016) pipeline on pgx Go, one subcommand per stage.
+
+    az-jax alphago games   --out DIR --games N [--level 10] [--workers 2]    9×9 GNU Go self-play "expert" games
+    az-jax alphago data    --size 19|9 [--source DIR ...] [--out FILE]      expert games -> a position data set
+    az-jax alphago sl      --data FILE --run-dir DIR [--filters K ...]       the SL policy network p_σ
+
+Each stage is a module of az_jax/alphago/; this file only parses and reports.
+"""
+
+import argparse
+import json
+import sys
+
+from az_jax.apps.cli.args import UsageError, bounded_int, path, positive_int
+
+STAGES = ("games", "data", "sl")
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("alphago", help="the AlphaGo (2016) pipeline: expert data, SL policy, ...")
+    stages = parser.add_subparsers(dest="stage", required=True)
+
+    games = stages.add_parser("games", help="9x9 expert games by GNU Go self-play (resumable)")
+    games.add_argument("--out", type=path, default=None, metavar="DIR", help="default: $AZ_JAX_DATA/gnugo9")
+    games.add_argument("--games", type=positive_int, required=True, help="distinct games the directory should hold")
+    games.add_argument("--level", type=bounded_int(0, 10), default=10, help="GNU Go level (default 10)")
+    games.add_argument("--workers", type=bounded_int(1, 256), default=1, help="GNU Go processes in parallel")
+    games.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=0)
+
+    data = stages.add_parser("data", help="expert games (SGF/MGT) -> a data set of positions and moves (.npz)")
+    data.add_argument("--size", type=int, choices=(9, 19), required=True)
+    data.add_argument(
+        "--source",
+        type=path,
+        action="append",
+        default=None,
+        metavar="DIR",
+        help="a directory of SGF/MGT games, repeatable (default for 19: Debian's goban-original-games and "
+        "kombilo's professional games; for 9: the GNU Go games of `az-jax alphago games`)",
+    )
+    data.add_argument("--out", type=path, default=None, metavar="FILE", help="default: $AZ_JAX_DATA/go{size}.npz")
+    data.add_argument("--overwrite", action="store_true", help="replace an existing data set")
+
+    sl = stages.add_parser("sl", help="train the SL policy network p_sigma on a data set (resumes in its run dir)")
+    sl.add_argument("--data", type=path, required=True, metavar="FILE", help="a data set of `az-jax alphago data`")
+    sl.add_argument("--run-dir", type=path, required=True)
+    sl.add_argument("--filters", type=bounded_int(1, 1024), default=None, help="k (paper: 192)")
+    sl.add_argument("--layers", type=bounded_int(2, 64), default=None, help="layers (paper: 13)")
+    sl.add_argument("--planes", type=int, choices=(4, 12, 20, 48), default=None, help="input planes (paper: 48)")
+    sl.add_argument("--batch-size", type=bounded_int(1, 65536), default=None, help="m (default 64; paper: 16)")
+    sl.add_argument("--learning-rate", type=_positive_float, default=None, help="alpha (default 0.012; paper: 0.003)")
+    sl.add_argument("--steps", type=positive_int, default=None)
+    sl.add_argument("--halve-every", type=positive_int, default=None, help="default: steps * 80 / 340 (the paper's)")
+    sl.add_argument("--no-symmetries", action="store_true", help="no 8-fold augmentation")
+    sl.add_argument("--eval-every", type=positive_int, default=None)
+    sl.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=None)
+    return parser
+
+
+def _report(report: dict) -> None:
+    print(json.dumps(report, default=str))
+
+
+def run(args) -> int:
+    # The library starts JAX's backend: imported after main's device set-up.
+    from az_jax.alphago import corpus, dataset, gnugo_games, supervised
+
+    try:
+        if args.stage == "games":
+            out = args.out or gnugo_games.default_dir(9)
+            try:
+                report = gnugo_games.generate(out, args.games, level=args.level, workers=args.workers, seed=args.seed)
+            except ValueError as e:  # generate's argument checks
+                raise UsageError(str(e)) from None
+            _report(report)
+        elif args.stage == "data":
+            sources = args.source or (
+                corpus.default_sources(args.size) if args.size == 19 else [gnugo_games.default_dir(9)]
+            )
+            out = args.out or dataset.default_path(args.size)
+            _report(dataset.build(sources, args.size, out, overwrite=args.overwrite))
+        elif args.stage == "sl":
+            train, test = dataset.load_split(args.data)
+            size = int(round(train.position.board.shape[-1] ** 0.5))
+            options = {
+                "filters": args.filters,
+                "layers": args.layers,
+                "planes": args.planes,
+                "batch_size": args.batch_size,
+                "learning_rate": args.learning_rate,
+                "steps": args.steps,
+                "halve_every": args.halve_every,
+                "eval_every": args.eval_every,
+                "seed": args.seed,
+            }
+            try:
+                config = supervised.SLConfig(
+                    size=size, symmetries=not args.no_symmetries, **{k: v for k, v in options.items() if v is not None}
+                )
+            except ValueError as e:  # SLConfig's checks
+                raise UsageError(str(e)) from None
+            print(
+                f"az-jax: SL policy on {len(train.action)} positions ({len(test.action)} held out), {config}",
+                file=sys.stderr,
+            )
+            _report(supervised.train(config, train, test, args.run_dir, data_path=args.data, log=_report))
+        else:  # argparse allows only STAGES
+            raise UsageError(f"unknown stage {args.stage!r}")
+    except (corpus.CorpusError, dataset.DatasetError, supervised.SLError) as e:
+        raise UsageError(str(e)) from None
+    return 0
