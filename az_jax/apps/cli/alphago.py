@@ -3,6 +3,7 @@
     az-jax alphago games   --out DIR --games N [--level 10] [--workers 2]    9×9 GNU Go self-play "expert" games
     az-jax alphago data    --size 19|9 [--source DIR ...] [--out FILE]      expert games -> a position data set
     az-jax alphago sl      --data FILE --run-dir DIR [--filters K ...]       the SL policy network p_σ
+    az-jax alphago rollout --data FILE --out FILE [--steps N ...]            the rollout policy p_π
 
 Each stage is a module of az_jax/alphago/; this file only parses and reports.
 """
@@ -13,7 +14,7 @@ import sys
 
 from az_jax.apps.cli.args import UsageError, bounded_int, path, positive_int
 
-STAGES = ("games", "data", "sl")
+STAGES = ("games", "data", "sl", "rollout")
 
 
 def _positive_float(text: str) -> float:
@@ -64,6 +65,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     sl.add_argument("--no-symmetries", action="store_true", help="no 8-fold augmentation")
     sl.add_argument("--eval-every", type=positive_int, default=None)
     sl.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=None)
+
+    rollout = stages.add_parser("rollout", help="train the linear rollout policy p_pi; accuracy and time per move")
+    rollout.add_argument("--data", type=path, required=True, metavar="FILE", help="a data set of `az-jax alphago data`")
+    rollout.add_argument("--out", type=path, required=True, metavar="FILE", help="the policy (.npz)")
+    rollout.add_argument("--steps", type=positive_int, default=6000)
+    rollout.add_argument("--batch-size", type=bounded_int(1, 65536), default=256)
+    rollout.add_argument("--learning-rate", type=_positive_float, default=2.0)
+    rollout.add_argument("--min-count", type=bounded_int(1, 10**9), default=2, help="a pattern's least occurrences")
+    rollout.add_argument("--max-train", type=bounded_int(0, 10**9), default=0, help="subsample (0: all positions)")
+    rollout.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=0)
     return parser
 
 
@@ -73,7 +84,7 @@ def _report(report: dict) -> None:
 
 def run(args) -> int:
     # The library starts JAX's backend: imported after main's device set-up.
-    from az_jax.alphago import corpus, dataset, gnugo_games, supervised
+    from az_jax.alphago import corpus, dataset, gnugo_games, rollout_policy, supervised
 
     try:
         if args.stage == "games":
@@ -114,8 +125,24 @@ def run(args) -> int:
                 file=sys.stderr,
             )
             _report(supervised.train(config, train, test, args.run_dir, data_path=args.data, log=_report))
+        elif args.stage == "rollout":
+            train, test = dataset.load_split(args.data)
+            rollout_config = rollout_policy.TrainConfig(
+                steps=args.steps,
+                batch_size=args.batch_size,
+                learning_rate=args.learning_rate,
+                min_count=args.min_count,
+                max_train=args.max_train,
+                seed=args.seed,
+            )
+            policy, report = rollout_policy.train(train, test, rollout_config)
+            report["time_per_move"] = [
+                rollout_policy.time_per_move(policy, test.position, b, repeats=200 if b == 1 else 20) for b in (1, 256)
+            ]
+            rollout_policy.save(args.out, policy, report)
+            _report(report)
         else:  # argparse allows only STAGES
             raise UsageError(f"unknown stage {args.stage!r}")
-    except (corpus.CorpusError, dataset.DatasetError, supervised.SLError) as e:
+    except (corpus.CorpusError, dataset.DatasetError, supervised.SLError, rollout_policy.RolloutPolicyError) as e:
         raise UsageError(str(e)) from None
     return 0

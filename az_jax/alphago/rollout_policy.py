@@ -1,0 +1,466 @@
+"""AlphaGo's fast rollout policy p_π (Silver et al., Nature 2016, Methods "Rollout policy" and Extended Data Table 4),
+in JAX: a linear softmax over binary local pattern features, p_π(a | s) ∝ exp(w · φ(s, a)), trained by maximising
+the log-likelihood of expert moves with SGD. Batched over any leading dimensions and jit-able, for rollouts.
+
+    train_set, test_set = dataset.load_split(path)
+    policy, report = train(train_set, test_set, steps=2000)      # vocabularies from train_set, then SGD
+    scores = logits(policy, position)                            # [..., N*N] float32, -inf on illegal points
+    report = time_per_move(policy, positions, batch_size=256)    # µs per move selection, to set beside 2 µs
+
+Features of a candidate move a (Extended Data Table 4), all relative to the player to move:
+
+    response           1  a's response pattern (below) is in the response vocabulary
+    save atari         1  a is the liberty of an own chain in atari and the chain it joins has >= 2 liberties after
+                          the move (captures counted)
+    neighbour          8  a is 8-connected to the previous move, one feature per relative position
+    response pattern   R  the 12-point diamond (Manhattan distance 1 or 2) around the previous move, a inside it: the
+                          state of each of the 12 points, the liberty bucket of the previous move's chain, and a's
+                          place (0..11) in the diamond
+    non-response       K  the 3x3 pattern around a: the state of each of its 8 neighbours
+    pattern
+    nakade             -  not implemented (Extended Data Table 4's 8,192 nakade patterns)
+
+A point's state is one of 8 (`point_states`): 0 empty, 1/2/3 own stone whose chain has 1/2/>=3 liberties, 4/5/6
+the same for an opponent stone, 7 off the board. The previous move is the stone with `turns_since == 1`; after a pass
+(or at the start) there is none and the response, neighbour and response-pattern features are off.
+
+Pattern codes. The 3x3 code is exact: the 8 neighbour states as base-8 digits (3 bits each, `NEIGHBOURS` order,
+first neighbour in the lowest bits), < 8^8 = 2^24. The diamond needs 12 * 3 + 2 + 4 = 42 bits, so its code is a
+32-bit hash (`_mix`, murmur3's finaliser over three parts); two distinct diamonds share a code with probability ~2^-32
+per pair, negligible against a vocabulary of ~10^5 patterns. Codes are uint32.
+
+Vocabularies (`build_vocabulary`): the sorted distinct codes of the expert moves' patterns in the training data seen at
+least `min_count` times (the paper: 32,207 response and 69,338 non-response patterns, Tygem data); lookup is a
+`jnp.searchsorted`, and a code not in the vocabulary gives no feature. Weights are one dense vector
+[2 + 8 + R + K]: response, save atari, the 8 neighbours, the R response patterns, the K non-response patterns. As the
+features are binary and mostly one per group, the logit of a is a sum of at most 5 gathered weights, never a dense
+φ(s, a).
+
+Simplifications against the paper: patterns are not made invariant under the 8 board symmetries (the paper does not
+say whether its are); save atari does not count captures of opponent stones elsewhere that free the chain; the
+features are recomputed from the whole board at each move (chain labels by label propagation, features.py), where the
+paper updates patterns incrementally.
+
+Legality as in features.py: the point is empty, not `position.ko`, and not suicide (positional superko not checked).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import json
+import os
+import tempfile
+import time
+import zipfile
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from az_jax.alphago.dataset import Positions
+from az_jax.alphago.features import _move_features, _shifted
+from az_jax.alphago.position import Position
+
+EMPTY, OFF_BOARD = 0, 7
+NUM_STATES = 8
+# the 8 neighbours of the 3x3 pattern, (row, column) offsets; also the neighbour features' order
+NEIGHBOURS: tuple[tuple[int, int], ...] = ((-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1))
+# the 12-point diamond around the previous move: Manhattan distance 1, then 2, row-major within each
+DIAMOND: tuple[tuple[int, int], ...] = tuple(
+    sorted(
+        ((dr, dc) for dr in range(-2, 3) for dc in range(-2, 3) if 1 <= abs(dr) + abs(dc) <= 2),
+        key=lambda d: (abs(d[0]) + abs(d[1]), d),
+    )
+)
+NUM_FIXED = 10  # response, save atari, 8 neighbours
+_RESPONSE, _SAVE_ATARI, _NEIGHBOUR = 0, 1, 2
+
+
+@struct.dataclass
+class Encoded:
+    """The raw features of every candidate point of positions [...] (before the vocabulary lookup)."""
+
+    legal: chex.Array  # [..., P] bool
+    save_atari: chex.Array  # [..., P] bool
+    neighbour: chex.Array  # [..., P] int8: 0..7, the previous move's place around the point's (NEIGHBOURS), -1 none
+    in_diamond: chex.Array  # [..., P] bool: inside the 12-point diamond around the previous move
+    response_code: chex.Array  # [..., P] uint32: the diamond's hashed code with the point's place (if in_diamond)
+    pattern_code: chex.Array  # [..., P] uint32: the 3x3 code around the point
+
+
+@struct.dataclass
+class RolloutPolicy:
+    response_vocabulary: chex.Array  # [R] uint32, sorted: the response patterns' codes
+    pattern_vocabulary: chex.Array  # [K] uint32, sorted: the non-response (3x3) patterns' codes
+    weights: chex.Array  # [NUM_FIXED + R + K] float32
+
+    @property
+    def num_features(self) -> int:
+        return int(self.weights.shape[-1])
+
+
+# --- point states and codes ---------------------------------------------------------------------------------------
+
+
+def point_states(board: jax.Array, liberties: jax.Array) -> jax.Array:
+    """[P] board (+1 own, -1 opponent, 0 empty) and the liberties of the chain at each stone -> [P] int32 states:
+    0 empty, 1..3 own with 1, 2, >= 3 liberties, 4..6 opponent likewise (off the board, 7, is the padding)."""
+    bucket = jnp.clip(liberties, 1, 3)
+    return jnp.where(board == 0, EMPTY, jnp.where(board > 0, bucket, 3 + bucket)).astype(jnp.int32)
+
+
+def pattern_codes(states: jax.Array, n: int) -> jax.Array:
+    """[P] point states -> [P] uint32: each point's 3x3 code, sum over k of state(neighbour k) * 8^k."""
+    nbr = _shifted(states, n, OFF_BOARD, NEIGHBOURS).astype(jnp.uint32)  # [P, 8]
+    return (nbr << (3 * jnp.arange(8, dtype=jnp.uint32))).sum(-1, dtype=jnp.uint32)
+
+
+def _mix(a: jax.Array, b: jax.Array, c: jax.Array) -> jax.Array:
+    """Three uint32 -> one uint32 hash (murmur3's 32-bit finaliser after each part)."""
+
+    def fmix(h):
+        h = h ^ (h >> 16)
+        h = h * jnp.uint32(0x85EBCA6B)
+        h = h ^ (h >> 13)
+        h = h * jnp.uint32(0xC2B2AE35)
+        return h ^ (h >> 16)
+
+    h = fmix(a.astype(jnp.uint32) + jnp.uint32(0x9E3779B9))
+    h = fmix(h ^ b.astype(jnp.uint32))
+    return fmix(h ^ c.astype(jnp.uint32))
+
+
+@functools.cache
+def _diamond_tables(n: int) -> dict[str, np.ndarray]:
+    """Static tables: place [5, 5] (offset + 2 -> 0..11 in the diamond, -1 outside it or the centre), and
+    neighbour_place [3, 3] (offset + 1 -> 0..7 in NEIGHBOURS, -1 for the centre)."""
+    place = np.full((5, 5), -1, np.int32)
+    for k, (dr, dc) in enumerate(DIAMOND):
+        place[dr + 2, dc + 2] = k
+    neighbour_place = np.full((3, 3), -1, np.int32)
+    for k, (dr, dc) in enumerate(NEIGHBOURS):
+        neighbour_place[dr + 1, dc + 1] = k
+    return {"place": place, "neighbour_place": neighbour_place}
+
+
+def _encode_one(board: jax.Array, turns_since: jax.Array, ko: jax.Array, n: int) -> Encoded:
+    p = n * n
+    board = board.astype(jnp.int8)
+    moves = _move_features(board, ko.astype(jnp.int32), n)
+    states = point_states(board, moves["liberties"])
+    legal = moves["legal"]
+    # save atari: a is the liberty of an own neighbour chain in atari, and the joined chain keeps >= 2 liberties
+    colour = _shifted(board, n, 3)  # [P, 4]
+    nbr_libs = _shifted(moves["liberties"], n, 0)
+    in_atari = ((colour == 1) & (nbr_libs == 1)).any(-1)
+    save_atari = legal & in_atari & (moves["liberties_after"] >= 2)
+    # the previous move, and each point's offset from it
+    last = turns_since == 1
+    has_last = last.any() & (board[jnp.argmax(last)] == -1)
+    prev = jnp.argmax(last)
+    q = jnp.arange(p)
+    dr, dc = q // n - prev // n, q % n - prev % n
+    t = _diamond_tables(n)
+    near = (jnp.abs(dr) <= 1) & (jnp.abs(dc) <= 1)
+    # the previous move sits at offset (-dr, -dc) from the candidate
+    neighbour = jnp.asarray(t["neighbour_place"])[jnp.clip(1 - dr, 0, 2), jnp.clip(1 - dc, 0, 2)]
+    neighbour = jnp.where(has_last & near, neighbour, -1).astype(jnp.int8)
+    place = jnp.asarray(t["place"])[jnp.clip(dr + 2, 0, 4), jnp.clip(dc + 2, 0, 4)]
+    in_diamond = has_last & (jnp.abs(dr) + jnp.abs(dc) <= 2) & (place >= 0)
+    # the diamond's states, 3 bits each: points 0..5 in a, 6..11 in b
+    padded = jnp.pad(states.reshape(n, n), 2, constant_values=OFF_BOARD)
+    pr, pc = prev // n + 2, prev % n + 2
+    around = jnp.stack([padded[pr + r, pc + c] for r, c in DIAMOND]).astype(jnp.uint32)  # [12]
+    shifts = 3 * jnp.arange(6, dtype=jnp.uint32)
+    a = (around[:6] << shifts).sum(dtype=jnp.uint32)
+    b = (around[6:] << shifts).sum(dtype=jnp.uint32)
+    centre = jnp.clip(moves["liberties"][prev], 1, 3).astype(jnp.uint32)
+    c = centre | (jnp.maximum(place, 0).astype(jnp.uint32) << 2)  # [P]
+    response_code = _mix(a, b, c)
+    return Encoded(
+        legal=legal,
+        save_atari=save_atari,
+        neighbour=neighbour,
+        in_diamond=in_diamond,
+        response_code=response_code,
+        pattern_code=pattern_codes(states, n),
+    )
+
+
+def encode(position: Position) -> Encoded:
+    """The raw features of every point of `position` (leading dims [...]), before the vocabulary lookup."""
+    n = position.size
+    lead = position.board.shape[:-1]
+    board = position.board.reshape(-1, n * n)
+    turns = position.turns_since.reshape(-1, n * n)
+    ko = jnp.asarray(position.ko).reshape(-1)
+    out = jax.vmap(lambda b, t, k: _encode_one(b, t, k, n))(board, turns, ko)
+    return jax.tree.map(lambda x: x.reshape((*lead, *x.shape[1:])), out)
+
+
+# --- vocabularies and logits --------------------------------------------------------------------------------------
+
+
+def lookup(vocabulary: jax.Array, codes: jax.Array) -> jax.Array:
+    """[V] sorted uint32 vocabulary, codes [...] -> [...] int32: each code's index in the vocabulary, -1 if absent."""
+    if vocabulary.shape[0] == 0:
+        return jnp.full(codes.shape, -1, jnp.int32)
+    i = jnp.searchsorted(vocabulary, codes).astype(jnp.int32)
+    i = jnp.minimum(i, vocabulary.shape[0] - 1)
+    return jnp.where(vocabulary[i] == codes, i, -1)
+
+
+def build_vocabulary(codes: np.ndarray, min_count: int = 1) -> np.ndarray:
+    """[M] uint32 codes (the expert moves' patterns) -> the sorted distinct codes seen at least `min_count` times."""
+    values, counts = np.unique(np.asarray(codes, np.uint32), return_counts=True)
+    return values[counts >= min_count].astype(np.uint32)
+
+
+@struct.dataclass
+class Indices:
+    """Each candidate point's active features, as indices into the weights (-1: off)."""
+
+    legal: chex.Array  # [..., P] bool
+    fixed: chex.Array  # [..., P, 3] int32: response, save atari, neighbour feature (or -1)
+    response: chex.Array  # [..., P] int32: NUM_FIXED + response pattern index, or -1
+    pattern: chex.Array  # [..., P] int32: NUM_FIXED + R + 3x3 pattern index, or -1
+
+
+def indices(policy: RolloutPolicy, encoded: Encoded) -> Indices:
+    r = policy.response_vocabulary.shape[0]
+    response = lookup(policy.response_vocabulary, encoded.response_code)
+    response = jnp.where(encoded.in_diamond, response, -1)
+    pattern = lookup(policy.pattern_vocabulary, encoded.pattern_code)
+    neighbour = encoded.neighbour.astype(jnp.int32)
+    fixed = jnp.stack(
+        [
+            jnp.where(response >= 0, _RESPONSE, -1),
+            jnp.where(encoded.save_atari, _SAVE_ATARI, -1),
+            jnp.where(neighbour >= 0, _NEIGHBOUR + neighbour, -1),
+        ],
+        -1,
+    )
+    return Indices(
+        legal=encoded.legal,
+        fixed=fixed,
+        response=jnp.where(response >= 0, NUM_FIXED + response, -1),
+        pattern=jnp.where(pattern >= 0, NUM_FIXED + r + pattern, -1),
+    )
+
+
+def _scores(weights: jax.Array, idx: Indices) -> jax.Array:
+    """w · φ(s, a) for every point, -inf where illegal."""
+    every = jnp.concatenate([idx.fixed, idx.response[..., None], idx.pattern[..., None]], -1)  # [..., P, 5]
+    w = jnp.where(every >= 0, weights[jnp.maximum(every, 0)], 0.0).sum(-1)
+    return jnp.where(idx.legal, w, -jnp.inf)
+
+
+def logits(policy: RolloutPolicy, position: Position) -> jax.Array:
+    """[..., N*N] float32: w · φ(s, a) for every point a of `position`, -inf on illegal points. A position with no
+    legal point has all -inf (pass)."""
+    return _scores(policy.weights, indices(policy, encode(position)))
+
+
+def select(policy: RolloutPolicy, position: Position, key: jax.Array, greedy: bool = False) -> jax.Array:
+    """[...] int32: a move sampled from p_π (or its argmax), N*N (pass) when no point is legal."""
+    scores = logits(policy, position)
+    p = scores.shape[-1]
+    move = jnp.argmax(scores, -1) if greedy else jax.random.categorical(key, scores, -1)
+    return jnp.where(jnp.isfinite(scores).any(-1), move, p).astype(jnp.int32)
+
+
+# --- training -----------------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _encode_jit():
+    return jax.jit(encode)
+
+
+def encode_all(positions: Position, chunk: int = 256) -> Encoded:
+    """`encode` over M positions (numpy leaves) in chunks of `chunk`; numpy leaves [M, P]. The last chunk is padded to
+    `chunk` so that only one program is compiled."""
+    m = positions.board.shape[0]
+    parts = []
+    for start in range(0, m, chunk):
+        part = jax.tree.map(lambda x, s=start: np.asarray(x[s : s + chunk]), positions)
+        k = part.board.shape[0]
+        if k < chunk:
+            part = jax.tree.map(lambda x, k=k: np.concatenate([x, np.repeat(x[-1:], chunk - k, 0)]), part)
+        parts.append(jax.tree.map(lambda x, k=k: np.asarray(x)[:k], jax.device_get(_encode_jit()(part))))
+    return jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
+
+
+def vocabularies(encoded: Encoded, actions: np.ndarray, min_count: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(response, non-response) vocabularies of the expert moves `actions` [M] in `encoded` (numpy [M, P])."""
+    rows = np.arange(actions.shape[0])
+    in_diamond = np.asarray(encoded.in_diamond)[rows, actions]
+    response = build_vocabulary(np.asarray(encoded.response_code)[rows, actions][in_diamond], min_count)
+    pattern = build_vocabulary(np.asarray(encoded.pattern_code)[rows, actions], min_count)
+    return response, pattern
+
+
+def loss(weights: jax.Array, idx: Indices, actions: jax.Array) -> jax.Array:
+    """Mean negative log-likelihood of the expert moves `actions` [B] (each legal) under p_π."""
+    scores = _scores(weights, idx)
+    log_p = jax.nn.log_softmax(scores, -1)
+    return -jnp.take_along_axis(log_p, actions[:, None], -1).mean()
+
+
+@jax.jit
+def _sgd_step(weights, idx, actions, learning_rate):
+    value, grad = jax.value_and_grad(loss)(weights, idx, actions)
+    return weights - learning_rate * grad, value
+
+
+@jax.jit
+def _correct(policy, encoded, actions):
+    return (jnp.argmax(_scores(policy.weights, indices(policy, encoded)), -1) == actions).sum()
+
+
+_indices_jit = jax.jit(indices)
+
+
+def accuracy(policy: RolloutPolicy, encoded: Encoded, actions: np.ndarray, chunk: int = 1024) -> float:
+    """Share of positions where the argmax of p_π is the expert's move (encoded: numpy [M, P])."""
+    m = actions.shape[0]
+    correct = 0
+    for start in range(0, m, chunk):
+        part = jax.tree.map(lambda x, s=start: x[s : s + chunk], encoded)
+        correct += int(_correct(policy, part, actions[start : start + chunk]))
+    return correct / max(m, 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 2000
+    batch_size: int = 256
+    learning_rate: float = 1.0  # on the mean log-likelihood of a batch; features are sparse, so a large step
+    min_count: int = 2  # a pattern enters a vocabulary when seen this often as an expert move's pattern
+    max_train: int = 0  # 0: every training position; else a random subsample of this many
+    max_test: int = 0
+    seed: int = 0
+
+
+def train(
+    train_positions: Positions, test_positions: Positions, config: TrainConfig = TrainConfig()
+) -> tuple[RolloutPolicy, dict[str, Any]]:
+    """Vocabularies from `train_positions`' expert moves, then SGD on the log-likelihood of those moves (weights from
+    0). The report: positions used, vocabulary sizes, final training loss, train and held-out accuracy, seconds."""
+    rng = np.random.default_rng(config.seed)
+
+    def subsample(positions: Positions, limit: int) -> Positions:
+        if limit and len(positions) > limit:
+            return positions.take(np.sort(rng.choice(len(positions), limit, replace=False)))
+        return positions
+
+    train_set, test_set = subsample(train_positions, config.max_train), subsample(test_positions, config.max_test)
+    start = time.perf_counter()
+    train_enc = encode_all(train_set.position)
+    test_enc = encode_all(test_set.position)
+    encoded_at = time.perf_counter()
+    response_vocab, pattern_vocab = vocabularies(train_enc, train_set.action, config.min_count)
+    policy = RolloutPolicy(
+        response_vocabulary=jnp.asarray(response_vocab),
+        pattern_vocabulary=jnp.asarray(pattern_vocab),
+        weights=jnp.zeros(NUM_FIXED + len(response_vocab) + len(pattern_vocab), jnp.float32),
+    )
+    train_idx = jax.device_get(_indices_jit(policy, train_enc))
+    m = len(train_set)
+    weights = policy.weights
+    losses = []
+    lr = jnp.float32(config.learning_rate)
+    for _ in range(config.steps):
+        batch = rng.integers(0, m, min(config.batch_size, m))
+        idx = jax.tree.map(lambda x, b=batch: x[b], train_idx)
+        weights, value = _sgd_step(weights, idx, jnp.asarray(train_set.action[batch]), lr)
+        losses.append(value)
+    policy = RolloutPolicy(policy.response_vocabulary, policy.pattern_vocabulary, weights)
+    trained_at = time.perf_counter()
+    tail = [float(v) for v in losses[-min(50, len(losses)) :]]
+    report = {
+        "train_positions": m,
+        "test_positions": len(test_set),
+        "response_patterns": len(response_vocab),
+        "non_response_patterns": len(pattern_vocab),
+        "num_features": policy.num_features,
+        "steps": config.steps,
+        "batch_size": config.batch_size,
+        "learning_rate": config.learning_rate,
+        "final_loss": round(sum(tail) / max(len(tail), 1), 4),
+        "train_accuracy": round(accuracy(policy, train_enc, train_set.action), 4),
+        "test_accuracy": round(accuracy(policy, test_enc, test_set.action), 4),
+        "seconds_encoding": round(encoded_at - start, 1),
+        "seconds_training": round(trained_at - encoded_at, 1),
+    }
+    return policy, report
+
+
+# --- speed --------------------------------------------------------------------------------------------------------
+
+
+def time_per_move(policy: RolloutPolicy, positions: Position, batch_size: int, repeats: int = 20) -> dict[str, Any]:
+    """Seconds per move selection (features, logits and a sample) for `batch_size` positions at once (the first
+    `batch_size` of `positions`, numpy leaves [M, P]), jitted, after a warm-up: the batch's time and µs per position
+    (batch time / batch size), to set beside the paper's 2 µs per move on one CPU thread."""
+    batch = jax.tree.map(lambda x: jnp.asarray(x[:batch_size]), positions)
+    fn = jax.jit(select)
+    key = jax.random.key(0)
+    keys = jax.random.split(key, repeats + 1)
+    jax.block_until_ready(fn(policy, batch, keys[0]))
+    start = time.perf_counter()
+    for k in keys[1:]:
+        out = fn(policy, batch, k)
+    jax.block_until_ready(out)
+    seconds = (time.perf_counter() - start) / repeats
+    b = int(batch.board.shape[0])
+    return {"batch_size": b, "seconds_per_batch": seconds, "us_per_position": 1e6 * seconds / b}
+
+
+# --- files ----------------------------------------------------------------------------------------------------------
+
+
+class RolloutPolicyError(Exception):
+    """A rollout-policy file that is missing, damaged or not one (one-line message)."""
+
+
+def save(path: str | os.PathLike, policy: RolloutPolicy, report: dict | None = None) -> None:
+    """Writes the policy (and the training report, as JSON text) to an .npz, atomically; never a pickle."""
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".npz.tmp")
+    try:
+        with os.fdopen(handle, "wb") as f:
+            np.savez(
+                f,
+                response_vocabulary=np.asarray(policy.response_vocabulary),
+                pattern_vocabulary=np.asarray(policy.pattern_vocabulary),
+                weights=np.asarray(policy.weights),
+                report=np.asarray(json.dumps(report or {}, default=str)),
+            )
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temp)
+        raise
+
+
+def load(path: str | os.PathLike) -> RolloutPolicy:
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            policy = RolloutPolicy(
+                response_vocabulary=jnp.asarray(f["response_vocabulary"]),
+                pattern_vocabulary=jnp.asarray(f["pattern_vocabulary"]),
+                weights=jnp.asarray(f["weights"]),
+            )
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
+        raise RolloutPolicyError(f"{path} is not a rollout policy file ({type(e).__name__}: {e})") from None
+    expected = NUM_FIXED + policy.response_vocabulary.shape[0] + policy.pattern_vocabulary.shape[0]
+    if policy.weights.shape != (expected,):
+        raise RolloutPolicyError(f"{path}: {policy.weights.shape[0]} weights for {expected} features")
+    return policy

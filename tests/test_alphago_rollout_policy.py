@@ -1,0 +1,243 @@
+"""AlphaGo's fast rollout policy p_π (az_jax/alphago/rollout_policy.py; Silver et al., Nature 2016, Methods "Rollout
+policy", Extended Data Table 4) on hand-made 7x7 positions whose pattern codes and features are worked out in the
+comments, and a training run on a synthetic task a linear pattern model must learn.
+
+Boards are drawn with X = the player to move, O = the opponent, rows top to bottom (row r, column c is point
+r * 7 + c); `*` is an O stone that is the previous move (turns_since 1). Point states: 0 empty, 1/2/3 own stone
+with 1/2/>=3 liberties, 4/5/6 opponent likewise, 7 off the board. Cost: one compile of `encode` for the batch of
+hand-made positions (a module-scoped fixture), one for the synthetic sets and one SGD step.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from az_jax.alphago import rollout_policy as R
+from az_jax.alphago.dataset import Positions
+from az_jax.alphago.position import Position
+
+N = 7
+P = N * N
+
+
+def pt(r: int, c: int) -> int:
+    return r * N + c
+
+
+def parse(drawing: str) -> tuple[np.ndarray, np.ndarray]:
+    rows = [line.split()[0] for line in drawing.strip().splitlines()]
+    assert len(rows) == N and all(len(r) == N for r in rows)
+    chars = np.array([list(r) for r in rows]).reshape(-1)
+    board = np.select([chars == "X", (chars == "O") | (chars == "*")], [1, -1], 0).astype(np.int8)
+    turns = np.where(board != 0, 5, 0).astype(np.int8)
+    turns[chars == "*"] = 1
+    return board, turns
+
+
+BOARDS = {
+    # (1,0): neighbours in NEIGHBOURS order (-1,-1) off 7, (-1,0) X (0,0) with 1 liberty (1,0) -> 1, (-1,1) O (0,1)
+    # with liberties (0,2), (1,1) -> 5, (0,-1) off 7, (0,1) empty 0, (1,-1) off 7, (1,0) 0, (1,1) 0:
+    # code 7 + 1*8 + 5*64 + 7*8^3 + 7*8^5 = 7 + 8 + 320 + 3584 + 229376 = 233295.
+    # (2,3): (2,4) X chain (2,4)-(2,5) with liberties (1,4),(1,5),(3,4),(3,5),(2,3),(2,6) -> 3 at k=4; (3,3) O with
+    # 4 liberties -> 6 at k=6; the rest empty: code 3*8^4 + 6*8^6 = 12288 + 1572864 = 1585152.
+    "patterns": """
+        XO.....
+        .......
+        ....XX.
+        ...O...
+        .......
+        .......
+        .......
+    """,
+    # the previous move in the middle, alone (4 liberties -> centre bucket 3); everything else empty
+    "centre": """
+        .......
+        .......
+        .......
+        ...*...
+        .......
+        .......
+        .......
+    """,
+    # the previous move on the top edge at (0,3): liberties (0,2), (0,4), (1,3) -> bucket 3
+    "edge": """
+        ...*...
+        .......
+        .......
+        .......
+        .......
+        .......
+        .......
+    """,
+    # X (2,2) in atari (liberty (3,2)); extending there gives liberties (3,1), (3,3), (4,2) -> 3: save atari.
+    # X (0,0) in atari (liberty (1,0)); extending there leaves only (2,0) ((1,1) is O) -> 1: no save.
+    "save_atari": """
+        XO.....
+        .OO....
+        .OXO...
+        .......
+        .......
+        .......
+        ......X
+    """,
+    # centre, with an X stone at (3,5): Manhattan distance 2 from the previous move, inside the diamond
+    "centre_near": """
+        .......
+        .......
+        .......
+        ...*.X.
+        .......
+        .......
+        .......
+    """,
+    # centre, with an X stone at (3,6): distance 3, outside the diamond
+    "centre_far": """
+        .......
+        .......
+        .......
+        ...*..X
+        .......
+        .......
+        .......
+    """,
+}
+NAMES = list(BOARDS)
+
+
+@pytest.fixture(scope="module")
+def encoded():
+    boards, turns = zip(*(parse(d) for d in BOARDS.values()))
+    position = Position(
+        board=jnp.asarray(np.stack(boards)),
+        turns_since=jnp.asarray(np.stack(turns)),
+        ko=jnp.full(len(BOARDS), -1, jnp.int32),
+        black_to_move=jnp.ones(len(BOARDS), bool),
+    )
+    out = jax.device_get(jax.jit(R.encode)(position))
+    return {name: jax.tree.map(lambda x, i=i: np.asarray(x[i]), out) for i, name in enumerate(NAMES)}
+
+
+def test_3x3_pattern_codes_by_hand(encoded):
+    codes = encoded["patterns"].pattern_code
+    assert codes[pt(1, 0)] == 233295
+    assert codes[pt(2, 3)] == 1585152
+    # (6,6) on an empty corner: off-board neighbours k = 2 ((-1,1)), 4 ((0,1)), 5, 6, 7 -> 7 * (8^2 + 8^4 + 8^5 +
+    # 8^6 + 8^7) = 7 * (64 + 4096 + 32768 + 262144 + 2097152) = 7 * 2396224 = 16773568
+    assert codes[pt(6, 6)] == 16773568
+
+
+def test_neighbour_feature_on_exactly_the_8_points_around_the_previous_move(encoded):
+    nbr = encoded["centre"].neighbour.reshape(N, N)
+    expected = np.full((N, N), -1)
+    # the previous move (3,3) seen from (3+dr, 3+dc) sits at offset (-dr, -dc): its index in NEIGHBOURS
+    for dr in (-1, 0, 1):
+        for dc in (-1, 0, 1):
+            if (dr, dc) != (0, 0):
+                expected[3 + dr, 3 + dc] = R.NEIGHBOURS.index((-dr, -dc))
+    np.testing.assert_array_equal(nbr, expected)
+    assert nbr[2, 3] == 6  # the point above the previous move: the previous move is below it, (1, 0) = index 6
+    # on the edge only the 5 on-board points around (0,3) fire; no previous move: none
+    assert set(np.flatnonzero(encoded["edge"].neighbour >= 0)) == {pt(0, 2), pt(0, 4), pt(1, 2), pt(1, 3), pt(1, 4)}
+    assert (encoded["patterns"].neighbour == -1).all()
+
+
+def test_save_atari_only_on_the_extension_that_gains_liberties(encoded):
+    e = encoded["save_atari"]
+    assert list(np.flatnonzero(e.save_atari)) == [pt(3, 2)]
+    assert e.legal[pt(1, 0)]  # the self-atari extension is legal, just not a save
+
+
+def test_response_diamond_covers_exactly_manhattan_1_and_2(encoded):
+    r, c = np.divmod(np.arange(P), N)
+    distance = np.abs(r - 3) + np.abs(c - 3)
+    np.testing.assert_array_equal(encoded["centre"].in_diamond, (distance >= 1) & (distance <= 2))
+    assert encoded["centre"].in_diamond.sum() == 12
+    assert not encoded["patterns"].in_diamond.any()  # no previous move
+
+
+def test_response_codes_by_hand(encoded):
+    mix = jax.jit(R._mix)
+    # centre: all 12 diamond points empty (a = b = 0), the previous move's 4 liberties -> bucket 3; at the point with
+    # place k, c = 3 | k << 2
+    for k, (dr, dc) in enumerate(R.DIAMOND):
+        assert encoded["centre"].response_code[pt(3 + dr, 3 + dc)] == mix(
+            np.uint32(0), np.uint32(0), np.uint32(3 | k << 2)
+        )
+    # edge, previous move (0,3): off the board are places 0 (-1,0), 4 (-2,0), 5 (-1,-1) and 6 (-1,1) ->
+    # a = 7*8^0 + 7*8^4 + 7*8^5 = 7 + 28672 + 229376 = 258055 (places 0..5), b = 7*8^0 = 7 (places 6..11); (1,3)
+    # is place 3 (offset (1,0))
+    assert R.DIAMOND[3] == (1, 0)
+    assert encoded["edge"].response_code[pt(1, 3)] == mix(np.uint32(258055), np.uint32(7), np.uint32(3 | 3 << 2))
+    # a stone at distance 2 changes every response code; one at distance 3 changes none
+    inside = encoded["centre"].in_diamond
+    assert (encoded["centre_near"].response_code[inside] != encoded["centre"].response_code[inside]).all()
+    np.testing.assert_array_equal(encoded["centre_far"].response_code[inside], encoded["centre"].response_code[inside])
+
+
+def test_vocabulary_and_lookup():
+    # counts: 5 twice, 7 once, 9 three times -> min_count 2 keeps 5 and 9
+    np.testing.assert_array_equal(R.build_vocabulary(np.array([9, 5, 7, 9, 5, 9], np.uint32), 2), [5, 9])
+    vocab = jnp.asarray(np.array([3, 10, 42], np.uint32))
+    got = R.lookup(vocab, jnp.asarray(np.array([10, 11, 0, 42, 100, 3], np.uint32)))
+    np.testing.assert_array_equal(got, [1, -1, -1, 2, -1, 0])  # unseen codes: no feature
+
+
+def test_logits_use_only_known_patterns_and_mask_illegal_points(encoded):
+    e = encoded["patterns"]
+    # a vocabulary with (1,0)'s 3x3 code only, weight 2.0; every other point's pattern is unseen: logit 0
+    policy = R.RolloutPolicy(
+        response_vocabulary=jnp.zeros(0, jnp.uint32),
+        pattern_vocabulary=jnp.asarray(np.array([233295], np.uint32)),
+        weights=jnp.concatenate([jnp.zeros(R.NUM_FIXED), jnp.array([2.0])]),
+    )
+    boards, turns = parse(BOARDS["patterns"])
+    position = Position(jnp.asarray(boards), jnp.asarray(turns), jnp.int32(pt(5, 5)), jnp.bool_(True))
+    scores = np.asarray(jax.jit(R.logits)(policy, position))
+    assert scores[pt(1, 0)] == 2.0
+    occupied = boards != 0
+    assert np.isneginf(scores[occupied]).all() and np.isneginf(scores[pt(5, 5)])  # stones and the ko point
+    free = ~occupied & (np.arange(P) != pt(1, 0)) & (np.arange(P) != pt(5, 5))
+    assert (scores[free] == 0.0).all()
+    idx = jax.jit(R.indices)(policy, jax.tree.map(jnp.asarray, e))
+    assert (np.asarray(idx.pattern) >= 0).sum() == 1
+
+
+def synthetic(count: int, seed: int) -> Positions:
+    """Random sparse 7x7 positions; the expert move is always the point directly above the previous move."""
+    rng = np.random.default_rng(seed)
+    boards: list[np.ndarray] = []
+    turns: list[np.ndarray] = []
+    actions: list[int] = []
+    while len(actions) < count:
+        board = np.zeros(P, np.int8)
+        stones = rng.choice(P, 12, replace=False)
+        board[stones[:6]], board[stones[6:]] = 1, -1
+        t = np.where(board != 0, rng.integers(2, 9, P), 0).astype(np.int8)
+        candidates = [s for s in stones[6:] if s >= N and board[s - N] == 0]
+        if not candidates:
+            continue
+        prev = int(rng.choice(candidates))
+        t[prev] = 1
+        boards.append(board)
+        turns.append(t)
+        actions.append(prev - N)
+    m = len(actions)
+    return Positions(
+        position=Position(np.stack(boards), np.stack(turns), np.full(m, -1, np.int32), np.ones(m, bool)),
+        action=np.array(actions, np.int32),
+        outcome=np.zeros(m, np.int8),
+        game=np.arange(m, dtype=np.int32),
+        move_number=np.ones(m, np.int32),
+    )
+
+
+def test_training_learns_the_point_above_the_previous_move():
+    train_set, test_set = synthetic(512, 0), synthetic(256, 1)
+    config = R.TrainConfig(steps=150, batch_size=64, learning_rate=1.0, min_count=2)
+    policy, report = R.train(train_set, test_set, config)
+    # before training every legal point scores 0: argmax picks the first legal point, far below 0.9
+    assert report["test_accuracy"] > 0.9, report
+    # the neighbour feature "previous move directly below" (index 6) carries it
+    w = np.asarray(policy.weights)
+    assert w[R._NEIGHBOUR + 6] == w[R._NEIGHBOUR : R._NEIGHBOUR + 8].max() > 1.0
