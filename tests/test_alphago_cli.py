@@ -11,8 +11,7 @@ import pgx
 import pytest
 
 from az_jax.alphago import dataset, features, supervised
-from az_jax.alphago.policy_player import policy_actions, sensible_moves
-from az_jax.alphago.position import from_pgx
+from az_jax.alphago.policy_player import sensible_moves
 from az_jax.apps import cli
 from az_jax.evaluation.players import PlayerSpecError, make_player
 
@@ -74,27 +73,40 @@ def sl_run(tmp_path_factory, data_file):
     return run_dir
 
 
-def test_sl_player_plays_the_most_probable_sensible_point(sl_run):
+# One compiled program each, shared by the tests below (batches of 4 states): the features compile for seconds and run
+# op by op for many more without jit.
+SENSIBLE = jax.jit(sensible_moves)
+STEP = jax.jit(jax.vmap(pgx.make("go_9x9").step))  # pgx's step op by op takes seconds a move
+
+
+@pytest.fixture(scope="module")
+def sl_player(sl_run):
     player = make_player(f"sl:{sl_run}", "go_9x9")
+    return player, jax.jit(player.apply)
+
+
+def test_sl_player_plays_the_most_probable_sensible_point(sl_run, sl_player):
+    player, apply = sl_player
     assert player.step == 3
     env = pgx.make("go_9x9")
     keys = jax.random.split(jax.random.key(0), 4)
     states = jax.vmap(env.init)(keys)
     for a in (40, 41, 31, 30):  # a few moves so the boards are not empty
-        states = jax.vmap(env.step)(states, jnp.full(4, a))
-    actions = np.asarray(player.apply(player.variables, states, jax.random.key(1)))
+        states = STEP(states, jnp.full(4, a))
+    actions = np.asarray(apply(player.variables, states, jax.random.key(1)))
     # recomputed by hand from the network: the argmax of its logits over legal points that fill no own eye
     config, params, _ = supervised.restore_params(sl_run)
-    planes = features.features(from_pgx(states))
+    planes, sensible = SENSIBLE(states)
     logits = np.asarray(supervised.network(config).apply({"params": params}, planes[..., : config.planes]))
     eye_free = np.asarray(planes[..., features.PLANE_SLICES["sensibleness"]]).reshape(4, 81) > 0
     legal = np.asarray(states.legal_action_mask)[:, :81]
+    assert np.array_equal(np.asarray(sensible), eye_free & legal)
     expected = np.argmax(np.where(eye_free & legal, logits, -np.inf), axis=-1)
     assert actions.tolist() == expected.tolist()
 
 
-def test_policy_passes_when_no_sensible_point_is_left():
-    # Black fills the board except its two eyes at a1 and c1 (points 72 and 74): 7×9 + ... every other point black.
+def test_policy_passes_when_no_sensible_point_is_left(sl_player):
+    # Black fills the board except its two eyes at a1 and c1 (points 72 and 74): every other point black.
     # Built with pgx: Black plays every point but 72 and 74 while White passes (81); then Black is to move with only
     # its own eyes empty, both legal, neither sensible, so the policy passes (81).
     env = pgx.make("go_9x9")
@@ -106,14 +118,12 @@ def test_policy_passes_when_no_sensible_point_is_left():
         state = step(state, jnp.int32(point))
         state = step(state, jnp.int32(81))  # White passes
     assert not bool(state.terminated) and int(state.current_player) == int(env.init(jax.random.key(0)).current_player)
-    states = jax.tree.map(lambda x: x[None], state)
-    _, sensible = sensible_moves(states)
+    states = jax.tree.map(lambda x: jnp.stack([x] * 4), state)
+    _, sensible = SENSIBLE(states)
     assert np.flatnonzero(np.asarray(states.legal_action_mask)[0]).tolist() == [72, 74, 81]
     assert not bool(sensible.any())
-    config = supervised.SLConfig(size=9, filters=2, layers=2, planes=4)
-    params = supervised.init_state(config).params
-    action = policy_actions(supervised.network(config), 4, params, states, jax.random.key(0), temperature=1.0)
-    assert action.tolist() == [81]
+    player, apply = sl_player
+    assert apply(player.variables, states, jax.random.key(0)).tolist() == [81] * 4
 
 
 def test_sl_spec_errors(sl_run):

@@ -282,16 +282,19 @@ def train(
     rng = np.random.default_rng([config.seed, int(state.step)])
     key = jax.random.key(config.seed)
     metrics_path = os.path.join(run_dir, "metrics.jsonl")
-    sums, count, last, tick = np.zeros(2), 0, {}, time.perf_counter()
+    last, tick = {}, time.perf_counter()
     batch_sharding = devices.shardings(mesh, P(devices.DEVICE_AXIS))
-    while int(state.step) < config.steps:
+    step = int(state.step)  # kept on the host: reading state.step or the metrics each step would wait for the device
+    pending: list[dict] = []  # the device's metrics since the last line, read back together
+    while step < config.steps:
         position, action = _take(train_data, rng.integers(0, len(train_data.action), config.batch_size))
         position, action = jax.device_put((position, action), batch_sharding)
         state, metrics = train_step(state, key, position, action)
-        sums += np.asarray([metrics["loss"], metrics["accuracy"]])
-        count += 1
-        step = int(state.step)
+        pending.append(metrics)
+        step += 1
         if step % config.eval_every == 0 or step == config.steps:
+            sums = np.sum([[float(m["loss"]), float(m["accuracy"])] for m in jax.device_get(pending)], axis=0)
+            count = len(pending)
             seconds = time.perf_counter() - tick
             last = {
                 "step": step,
@@ -303,7 +306,7 @@ def train(
             }
             files.append_jsonl(metrics_path, last)
             log(last)
-            sums, count, tick = np.zeros(2), 0, time.perf_counter()
+            pending, tick = [], time.perf_counter()
         if step % config.checkpoint_every == 0 or step == config.steps:
             manager.save(step, args=ocp.args.StandardSave(state))
     manager.wait_until_finished()
