@@ -19,19 +19,23 @@ def _count(params) -> int:
 def test_parameter_counts_by_hand():
     # Policy, 9×9, 4 planes in, k = 4, 3 layers: 5×5×4×4 + 4 = 404 (layer 1), 3×3×4×4 + 4 = 148 (layer 2),
     # 1×1×4×1 = 4 (layer 3, no bias) and one bias per point, 81: 404 + 148 + 4 + 81 = 637.
-    policy = PolicyNetwork(layers=3, filters=4).init(jax.random.key(0), jnp.zeros((1, 9, 9, 4)))["params"]
+    # (shapes only: jax.eval_shape runs no initialiser)
+    policy = jax.eval_shape(PolicyNetwork(layers=3, filters=4).init, jax.random.key(0), jnp.zeros((1, 9, 9, 4)))[
+        "params"
+    ]
     assert _count(policy) == 637
     # Value, 9×9, 5 planes, k = 4, 3 conv layers, 8 hidden: 5×5×5×4 + 4 = 504, 3×3×4×4 + 4 = 148, 1×1×4×1 + 1 = 5,
     # dense 81×8 + 8 = 656, out 8 + 1 = 9: 504 + 148 + 5 + 656 + 9 = 1322.
-    value = ValueNetwork(layers=3, filters=4, hidden=8).init(jax.random.key(0), jnp.zeros((1, 9, 9, 5)))["params"]
+    value = jax.eval_shape(ValueNetwork(layers=3, filters=4, hidden=8).init, jax.random.key(0), jnp.zeros((1, 9, 9, 5)))
+    value = value["params"]
     assert _count(value) == 1322
 
 
 def test_output_shapes_and_ranges():
     planes = jax.random.normal(jax.random.key(1), (2, 9, 9, 5))
-    logits = PolicyNetwork(layers=2, filters=3).init_with_output(jax.random.key(0), planes)[0]
+    logits = jax.jit(PolicyNetwork(layers=2, filters=3).init_with_output)(jax.random.key(0), planes)[0]
     assert logits.shape == (2, 81)  # no pass: the paper's network predicts points only
-    v = ValueNetwork(layers=2, filters=3, hidden=4).init_with_output(jax.random.key(0), planes)[0]
+    v = jax.jit(ValueNetwork(layers=2, filters=3, hidden=4).init_with_output)(jax.random.key(0), planes)[0]
     assert v.shape == (2,) and bool(jnp.all(jnp.abs(v) <= 1))
 
 
