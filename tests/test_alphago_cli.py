@@ -45,7 +45,27 @@ def data_file(tmp_path_factory):
         (["alphago", "data", "--size", "13"], "argument --size"),
         (["alphago", "data", "--size", "9", "--source", "{tmp}/nowhere"], "nowhere"),
         (["alphago", "games", "--games", "0"], "argument --games"),
-        (["alphago", "rl"], "invalid choice: 'rl'"),
+        (["alphago", "mcts"], "invalid choice: 'mcts'"),
+        (["alphago", "rl", "--sl", "{tmp}/none", "--run-dir", "{tmp}/r"], "none"),
+        (["alphago", "rl", "--sl", "{tmp}/s@x", "--run-dir", "{tmp}/r"], "the step after @"),
+        (["alphago", "rl", "--sl", "{tmp}/s", "--run-dir", "{tmp}/r", "--games", "7"], "invalid games=7"),
+        (
+            [
+                "alphago",
+                "value-data",
+                "--sl",
+                "{tmp}/none",
+                "--rl",
+                "{tmp}/none",
+                "--out",
+                "{tmp}/v.npz",
+                "--games",
+                "4",
+            ],
+            "none",
+        ),
+        (["alphago", "value", "--data", "{tmp}/none.npz", "--run-dir", "{tmp}/r"], "none.npz"),
+        (["alphago", "value", "--data", "{data}", "--run-dir", "{tmp}/r"], "go9.npz"),
     ],
 )
 def test_user_errors_are_one_line(tmp_path, data_file, argv, needle):
@@ -133,3 +153,20 @@ def test_sl_spec_errors(sl_run):
         make_player(f"sl:{sl_run}:temp=-1", "go_9x9")
     with pytest.raises(PlayerSpecError, match="not an SL policy run"):
         make_player("sl:/nonexistent", "go_9x9")
+
+
+def test_alphago_spec_errors(sl_run, tmp_path):
+    # an agent directory with p_σ only: λ = 1 needs the rollout policy, λ = 0 the value network, neither is there
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "sl").symlink_to(sl_run)
+    with pytest.raises(PlayerSpecError, match="rollout.npz"):
+        make_player(f"alphago:{agent}:lambda=1", "go_9x9")
+    with pytest.raises(PlayerSpecError, match="value"):
+        make_player(f"alphago:{agent}:lambda=0", "go_9x9")
+    with pytest.raises(PlayerSpecError, match="lambda must be <= 1.0"):
+        make_player(f"alphago:{agent}:lambda=2", "go_9x9")
+    with pytest.raises(PlayerSpecError, match="unknown option"):
+        make_player(f"alphago:{agent}:lam=0.5", "go_9x9")
+    with pytest.raises(PlayerSpecError, match="does not exist"):
+        make_player(f"alphago:{tmp_path}/none", "go_9x9")

@@ -6,9 +6,15 @@
     run:DIR[@STEP][:sims=N]         a trained az_jax network (latest checkpoint, or STEP), greedy by visits after
                                     N simulations (default: the run's eval_simulations); sims=0 is the raw policy
                                     (the most probable legal move, no search)
-    sl:DIR[@STEP][:temp=T]          an AlphaGo policy network trained by `az-jax alphago sl` (Nature 2016's p_σ),
+    sl:DIR[@STEP][:temp=T]          an AlphaGo policy network trained by `az-jax alphago sl` (Nature 2016's p_σ) or
+                                    `az-jax alphago rl` (p_ρ),
                                     no search: the most probable sensible point (temp=0, default) or one sampled at
                                     temperature T; passes when no sensible point is left (alphago/policy_player.py)
+    alphago:DIR[:sims=N,lambda=L,beta=B,c=C,symmetries=0|1]
+                                    AlphaGo (Nature 2016): APV-MCTS with the networks of an agent directory
+                                    (alphago/agent.py: DIR/sl, DIR/value, DIR/rollout.npz), N simulations
+                                    (default 64), leaf value (1 − L)·v_θ + L·(p_π rollout), L = 0.5, priors p_σ^B,
+                                    B = 0.67, c_puct = C = 5 (alphago/apv_mcts.py)
     gnugo[:level=N]                 GNU Go over GTP with the options that make its final position score the same
                                     under Tromp-Taylor rules (Chinese rules, all dead stones captured)
     gtp:COMMAND                     any GTP engine, e.g. gtp:"gnugo --mode gtp --level 10 --chinese-rules"
@@ -36,6 +42,9 @@ import jax.numpy as jnp
 
 from az_jax import arena
 from az_jax.agent import load_agent
+from az_jax.alphago import agent as alphago_agent
+from az_jax.alphago import apv_mcts
+from az_jax.alphago import reinforce as alphago_reinforce
 from az_jax.alphago import supervised as alphago_supervised
 from az_jax.alphago.policy_player import policy_actions
 from az_jax.engines.gtp import GTPEngine, find_executable
@@ -180,6 +189,8 @@ def make_player(spec: str, game: str, *, default_simulations: int | None = None)
         _no_more(options, spec, "temp")
         path, step = _path_and_step(body, spec, "sl:runs/alphago-sl9@2000")
         return alphago_policy_player(path, game, step=step, temperature=temperature)
+    if kind == "alphago":
+        return alphago_search_player(rest, game, spec, default_simulations)
     if kind == "gnugo":
         options = _only_options(rest, spec)
         level = _number(options, "level", int, 10, spec, low=0)
@@ -197,7 +208,7 @@ def make_player(spec: str, game: str, *, default_simulations: int | None = None)
         return uci_player(rest, game, spec)
     raise PlayerSpecError(
         f"unknown player {spec!r}; use random, mcts:sims=N, run:DIR[@STEP][:sims=N], sl:DIR[@STEP][:temp=T], "
-        f"gnugo[:level=N], gtp:COMMAND or uci:COMMAND[:OPTIONS]"
+        f"alphago:DIR[:sims=N,lambda=L], gnugo[:level=N], gtp:COMMAND or uci:COMMAND[:OPTIONS]"
     )
 
 
@@ -283,13 +294,36 @@ def _alphago_policy_apply(config, temperature: float) -> Callable:
 def alphago_policy_player(path: str, game: str, *, step: int | None = None, temperature: float = 0.0) -> JaxPlayer:
     """An AlphaGo policy network's run (`az-jax alphago sl`) as a player without search (see the module docstring)."""
     try:
-        config, params, step = alphago_supervised.restore_params(path, step)
+        config, params, step = alphago_reinforce.restore_policy(path, step)  # p_ρ's run or p_σ's
     except alphago_supervised.SLError as e:
         raise PlayerSpecError(str(e)) from None
     if config.game != game:
         raise PlayerSpecError(f"{path} is a {config.game} policy, not {game}")
     name = f"{os.path.basename(os.path.abspath(path))}@{step}" + (f":t{temperature:g}" if temperature else "")
     return JaxPlayer(name, _alphago_policy_apply(config, temperature), params, step=step, simulations=0)
+
+
+def alphago_search_player(rest: str, game: str, spec: str, default_simulations: int | None = None) -> JaxPlayer:
+    """`alphago:DIR[:options]`: APV-MCTS with the networks of an AlphaGo agent directory (see the module docstring)."""
+    body, options = _split_options(rest, spec)
+    if not body:
+        raise PlayerSpecError(f"{spec!r}: give an AlphaGo agent directory, e.g. alphago:runs/alphago9:sims=64")
+    sims = _number(options, "sims", int, default_simulations or 64, spec, low=1, high=MAX_SIMULATIONS)
+    lam = _number(options, "lambda", float, 0.5, spec, low=0.0, high=1.0)
+    beta = _number(options, "beta", float, 0.67, spec, low=1e-3)
+    c = _number(options, "c", float, 5.0, spec, low=0.0)
+    symmetries = _number(options, "symmetries", int, 1, spec, low=0, high=1)
+    _no_more(options, spec, "sims, lambda, beta, c, symmetries")
+    try:
+        agent = alphago_agent.load(body, lam=lam)
+    except alphago_agent.AgentError as e:
+        raise PlayerSpecError(str(e)) from None
+    if f"go_{agent.size}x{agent.size}" != game:
+        raise PlayerSpecError(f"{body} is a go_{agent.size}x{agent.size} agent, not {game}")
+    config = apv_mcts.APVConfig(simulations=sims, c_puct=c, lam=lam, beta=beta, symmetries=bool(symmetries))
+    apply = apv_mcts.make_apply(config, agent.policy_config, agent.value_config)
+    name = f"{os.path.basename(os.path.abspath(body))}:apv{sims}_l{lam:g}"
+    return JaxPlayer(name, apply, agent.variables, step=agent.steps["sl"], simulations=sims)
 
 
 # --- GTP (Go) ---------------------------------------------------------------------------------------------------------

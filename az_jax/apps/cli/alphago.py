@@ -4,6 +4,12 @@
     az-jax alphago data    --size 19|9 [--source DIR ...] [--out FILE]      expert games -> a position data set
     az-jax alphago sl      --data FILE --run-dir DIR [--filters K ...]       the SL policy network p_σ
     az-jax alphago rollout --data FILE --out FILE [--steps N ...]            the rollout policy p_π
+    az-jax alphago rl      --sl DIR --run-dir DIR [--games N ...]            the RL policy network p_ρ
+    az-jax alphago value-data --sl DIR --rl DIR --out FILE --games N         one position per self-play game
+    az-jax alphago value   --data FILE --run-dir DIR [--filters K ...]       the value network v_θ
+
+An agent directory (az_jax/alphago/agent.py: DIR/sl, DIR/rollout.npz, DIR/rl, DIR/value_data.npz, DIR/value) is what
+the `alphago:DIR` player searches with.
 
 Each stage is a module of az_jax/alphago/; this file only parses and reports.
 """
@@ -14,7 +20,7 @@ import sys
 
 from az_jax.apps.cli.args import UsageError, bounded_int, path, positive_int
 
-STAGES = ("games", "data", "sl", "rollout")
+STAGES = ("games", "data", "sl", "rollout", "rl", "value-data", "value")
 
 
 def _positive_float(text: str) -> float:
@@ -75,7 +81,56 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     rollout.add_argument("--min-count", type=bounded_int(1, 10**9), default=2, help="a pattern's least occurrences")
     rollout.add_argument("--max-train", type=bounded_int(0, 10**9), default=0, help="subsample (0: all positions)")
     rollout.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=0)
+
+    rl = stages.add_parser("rl", help="train the RL policy network p_rho by REINFORCE against a pool (resumes)")
+    rl.add_argument("--sl", type=path, required=True, metavar="DIR[@STEP]", help="the SL run p_rho starts from")
+    rl.add_argument("--run-dir", type=path, required=True)
+    rl.add_argument("--games", type=bounded_int(2, 65536), default=None, help="n, games per iteration (paper: 128)")
+    rl.add_argument("--iterations", type=positive_int, default=None, help="(paper: 10,000)")
+    rl.add_argument("--learning-rate", type=_positive_float, default=None)
+    rl.add_argument("--pool-every", type=positive_int, default=None, help="a new pool member every N (paper: 500)")
+    rl.add_argument("--eval-every", type=positive_int, default=None, help="iterations between games against p_sigma")
+    rl.add_argument("--eval-games", type=bounded_int(0, 65536), default=None)
+    rl.add_argument("--checkpoint-every", type=positive_int, default=None)
+    rl.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=None)
+
+    vdata = stages.add_parser("value-data", help="one position per self-play game (p_sigma, a random move, p_rho)")
+    vdata.add_argument("--sl", type=path, required=True, metavar="DIR[@STEP]", help="p_sigma's run")
+    vdata.add_argument("--rl", type=path, required=True, metavar="DIR[@STEP]", help="p_rho's run (or an SL run)")
+    vdata.add_argument("--out", type=path, required=True, metavar="FILE")
+    vdata.add_argument("--games", type=positive_int, required=True, help="games (= positions) the file should hold")
+    vdata.add_argument("--batch", type=bounded_int(1, 65536), default=256, help="games played at once")
+    vdata.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=0)
+    vdata.add_argument("--overwrite", action="store_true", help="replace a file built with other settings")
+
+    value = stages.add_parser("value", help="train the value network v_theta on `value-data` positions (resumes)")
+    value.add_argument("--data", type=path, required=True, metavar="FILE", help="a file of `az-jax alphago value-data`")
+    value.add_argument("--run-dir", type=path, required=True)
+    value.add_argument("--filters", type=bounded_int(1, 1024), default=None, help="k (paper: 192)")
+    value.add_argument("--layers", type=bounded_int(2, 64), default=None, help="convolutional layers (paper: 13)")
+    value.add_argument("--hidden", type=bounded_int(1, 4096), default=None, help="dense units (paper: 256)")
+    value.add_argument("--batch-size", type=bounded_int(1, 65536), default=None, help="m (paper: 32)")
+    value.add_argument("--learning-rate", type=_positive_float, default=None)
+    value.add_argument("--steps", type=positive_int, default=None)
+    value.add_argument("--no-symmetries", action="store_true", help="no 8-fold augmentation")
+    value.add_argument("--eval-every", type=positive_int, default=None)
+    value.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=None)
     return parser
+
+
+def _given(args, names: tuple[str, ...]) -> dict:
+    """The options of `names` the user gave (None: the config's default)."""
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+def _run_and_step(text: str) -> tuple[str, int | None]:
+    """DIR[@STEP] -> (DIR, STEP or None)."""
+    head, at, tail = text.rpartition("@")
+    if not at:
+        return text, None
+    if not tail.isdigit():
+        raise UsageError(f"{text}: the step after @ must be an integer")
+    return head, int(tail)
 
 
 def _report(report: dict) -> None:
@@ -84,7 +139,16 @@ def _report(report: dict) -> None:
 
 def run(args) -> int:
     # The library starts JAX's backend: imported after main's device set-up.
-    from az_jax.alphago import corpus, dataset, gnugo_games, rollout_policy, supervised
+    from az_jax.alphago import (
+        corpus,
+        dataset,
+        gnugo_games,
+        reinforce,
+        rollout_policy,
+        supervised,
+        value_data,
+        value_training,
+    )
 
     try:
         if args.stage == "games":
@@ -141,8 +205,59 @@ def run(args) -> int:
             ]
             rollout_policy.save(args.out, policy, report)
             _report(report)
+        elif args.stage == "rl":
+            sl_dir, sl_step = _run_and_step(args.sl)
+            names = ("games", "iterations", "learning_rate", "pool_every", "eval_every", "eval_games", "seed")
+            try:
+                rl_config = reinforce.RLConfig(**_given(args, (*names, "checkpoint_every")))
+            except ValueError as e:  # RLConfig's checks
+                raise UsageError(str(e)) from None
+            _report(reinforce.train(rl_config, sl_dir, args.run_dir, sl_step=sl_step, log=_report))
+        elif args.stage == "value-data":
+            sl_dir, sl_step = _run_and_step(args.sl)
+            rl_dir, rl_step = _run_and_step(args.rl)
+            sl_config, sl_params, _ = supervised.restore_params(sl_dir, sl_step)
+            rho_config, rl_params, _ = reinforce.restore_policy(rl_dir, rl_step)
+            if sl_config.size != rho_config.size:
+                raise UsageError(
+                    f"{args.sl} is {sl_config.size}x{sl_config.size}, {args.rl} {rho_config.size}x{rho_config.size}"
+                )
+            report = value_data.build(
+                args.out,
+                (sl_config, sl_params),
+                (rho_config, rl_params),
+                sl_config.size,
+                args.games,
+                batch=args.batch,
+                seed=args.seed,
+                overwrite=args.overwrite,
+                log=_report,
+            )
+            _report(report)
+        elif args.stage == "value":
+            train_v, test_v = value_data.load_split(args.data)
+            size = int(round(train_v.position.board.shape[-1] ** 0.5))
+            value_names = ("filters", "layers", "hidden", "batch_size", "learning_rate", "steps", "eval_every", "seed")
+            try:
+                value_config = value_training.ValueConfig(
+                    size=size, symmetries=not args.no_symmetries, **_given(args, value_names)
+                )
+            except ValueError as e:  # ValueConfig's checks
+                raise UsageError(str(e)) from None
+            print(
+                f"az-jax: value network on {len(train_v)} positions ({len(test_v)} held out), {value_config}",
+                file=sys.stderr,
+            )
+            _report(value_training.train(value_config, train_v, test_v, args.run_dir, data_path=args.data, log=_report))
         else:  # argparse allows only STAGES
             raise UsageError(f"unknown stage {args.stage!r}")
-    except (corpus.CorpusError, dataset.DatasetError, supervised.SLError, rollout_policy.RolloutPolicyError) as e:
+    except (
+        corpus.CorpusError,
+        dataset.DatasetError,
+        supervised.SLError,
+        rollout_policy.RolloutPolicyError,
+        value_data.ValueDataError,
+        value_training.ValueRunError,
+    ) as e:
         raise UsageError(str(e)) from None
     return 0

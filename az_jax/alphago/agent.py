@@ -1,0 +1,76 @@
+"""An AlphaGo agent (Silver et al., Nature 2016): the directory the pipeline's stages write, loaded as the networks
+APV-MCTS searches with.
+
+    DIR/sl/               p_σ, the SL policy network run (`az-jax alphago sl`): the search's priors
+    DIR/rollout.npz       p_π, the rollout policy (`az-jax alphago rollout`): the leaves' rollouts
+    DIR/rl/               p_ρ, the RL policy network run (`az-jax alphago rl`): plays the value data's games
+    DIR/value_data.npz    one position per self-play game (`az-jax alphago value-data`)
+    DIR/value/            v_θ, the value network run (`az-jax alphago value`): the leaves' evaluations
+
+    agent = load(DIR, lam=0.5)       # what the search with mixing parameter λ needs, and nothing more
+    apply = apv_mcts.make_apply(config, agent.policy_config, agent.value_config); apply(agent.variables, states, key)
+
+A search with λ = 1 (rollouts only) needs no value network and one with λ = 0 (value network only) no rollout
+policy, so an agent directory can be rated before its last stages exist.
+"""
+
+import dataclasses
+import os
+from typing import Any
+
+from az_jax.alphago import reinforce, rollout_policy, supervised, value_training
+from az_jax.alphago.supervised import SLConfig
+from az_jax.alphago.value_training import ValueConfig
+
+LAYOUT = {"sl": "sl", "rollout": "rollout.npz", "rl": "rl", "value_data": "value_data.npz", "value": "value"}
+
+
+class AgentError(Exception):
+    """An agent directory that lacks what the search needs, or whose parts do not fit together."""
+
+
+def part(directory: str, name: str) -> str:
+    """The path of one stage's output (a key of LAYOUT) in an agent directory."""
+    return os.path.join(directory, LAYOUT[name])
+
+
+@dataclasses.dataclass(frozen=True)
+class AlphaGoAgent:
+    size: int  # board size N
+    policy_config: SLConfig  # p_σ's shape
+    value_config: ValueConfig | None  # v_θ's shape (None when the search uses no value network)
+    variables: dict[str, Any]  # {"policy": p_σ params, "value": v_θ params or None, "rollout": RolloutPolicy or None}
+    steps: dict[str, int]  # checkpoint step of each network loaded
+
+
+def load(directory: str, *, lam: float) -> AlphaGoAgent:
+    """The networks a search with mixing parameter λ needs from an agent directory (see the module docstring)."""
+    if not os.path.isdir(directory):
+        raise AgentError(f"{directory} is not an AlphaGo agent directory (it does not exist)")
+    try:
+        policy_config, policy_params, policy_step = supervised.restore_params(part(directory, "sl"))
+        steps = {"sl": policy_step}
+        value_config, value_params, rollout = None, None, None
+        if lam < 1:
+            value_config, value_params, steps["value"] = value_training.restore_params(part(directory, "value"))
+            if value_config.size != policy_config.size:
+                raise AgentError(
+                    f"{directory}: a {value_config.size}x{value_config.size} value network with a "
+                    f"{policy_config.size}x{policy_config.size} policy"
+                )
+        if lam > 0:
+            rollout = rollout_policy.load(part(directory, "rollout"))
+    except (supervised.SLError, value_training.ValueRunError, rollout_policy.RolloutPolicyError) as e:
+        raise AgentError(f"{directory}: {e}") from None
+    except FileNotFoundError as e:
+        raise AgentError(f"{directory}: {e.filename or e} is missing") from None
+    variables = {"policy": policy_params, "value": value_params, "rollout": rollout}
+    return AlphaGoAgent(policy_config.size, policy_config, value_config, variables, steps)
+
+
+def rl_policy(directory: str, step: int | None = None) -> tuple[SLConfig, dict, int]:
+    """p_ρ of an agent directory (config, params, iteration), for the raw-network player and the value data."""
+    try:
+        return reinforce.restore_params(part(directory, "rl"), step)
+    except supervised.SLError as e:
+        raise AgentError(f"{directory}: {e}") from None

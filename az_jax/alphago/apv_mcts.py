@@ -1,0 +1,400 @@
+"""AlphaGo's search, APV-MCTS (Silver et al., Nature 2016, Methods "Searching with policy and value networks",
+Extended Data Table 5), batched across games in JAX on mctx's tree.
+
+    nets = Nets(policy_params, value_params, rollout_policy, policy=PolicyNetwork(...), policy_planes=48,
+                value=ValueNetwork(...), value_planes=49)
+    out = search(config, nets, states, key)          # mctx.PolicyOutput for pgx Go states [B, ...]
+    actions = apv_actions(config, nets, states, key) # [B] the most visited root action
+    apply = make_apply(config, sl_config, value_config)   # az_jax/evaluation/players.py's JaxPlayer.apply
+
+The paper's search, and what this module does with each part:
+
+* Selection: a_t = argmax_a Q(s, a) + u(s, a), u(s, a) = c_puct · P(s, a) · sqrt(Σ_b N_r(s, b)) / (1 + N_r(s, a)),
+  c_puct = 5, and Q = 0 for an edge never visited (W = N = 0). `paper_action_selection` is exactly this. mctx's
+  `muzero_action_selection` with `pb_c_init = c_puct` and a huge `pb_c_base` (pb_c = c_init + log((N + base + 1) /
+  base) → c_init) is *not*: it takes sqrt of `tree.node_visits[node]`, which counts the node's own expansion, i.e.
+  sqrt(1 + Σ_b N(s, b)); it would also add 1e-7 noise for ties. So the search runs `mctx.search` with our own
+  selection function (the same at the root and inside the tree). Q is read from mctx's tree: `Tree.qvalues` is
+  reward + discount · children_values, 0 + (−1) · (the mean of the values backed up into the child, from the child's
+  mover's view) = the mean from the parent's mover's view: the paper's W/N. At a node with no visit yet every u is 0
+  and every Q is 0; the paper leaves that tie open, we take the highest prior (lowest index after that).
+* Priors: P(s', ·) = p_σ^β, the SL policy network (stronger than the RL one in search, Methods) with softmax
+  temperature β = 0.67, over the sensible points (pgx-legal and not filling an own eye, the sensibleness plane of
+  Extended Data Table 2).
+* Passes: the policy network has no pass output (its data has none). In the tree, as in the rollouts and in
+  policy_player.py, pass is the only move, with prior 1, exactly when no sensible point is left, and is never a move
+  while one is. A search never prefers passing over a harmless sensible move, so a game ends once both sides have
+  filled every sensible point (captures can reopen some), or at pgx's cap of 2·N² moves; pgx then scores the board by
+  Tromp–Taylor area with its komi. A tiny prior on pass at every node was rejected: with Q = 0 for unvisited edges,
+  a pass would be tried first in every position whose visited moves all look negative.
+* Leaf evaluation: V(s_L) = (1 − λ) v_θ(s_L) + λ z_L, λ = 0.5, z_L the result (±1, from the view of the player to
+  move at s_L) of one game played from s_L to its end by the fast rollout policy p_π, sampled over the sensible
+  points, passing when none is left (`rollout`; p_π's legality has no superko, and pgx, whose rules these are,
+  ends a game lost for a player who repeats a position). The rollout runs inside `recurrent_fn` as one
+  `lax.while_loop` over the B leaves of the step. λ is static: λ = 0 compiles no rollout, λ = 1 no value network, so
+  each arm of the paper's λ ablation (Fig. 4) costs only what it uses. The root is evaluated like a leaf (its value
+  enters mctx's root value, not the selection). A terminal leaf is valued by the game's result itself (reward to
+  the player who moved, discount 0, as az_jax/search.py does): nothing is estimated past the end of the game.
+* Statistics: the paper keeps N_v, W_v and N_r, W_r apart because value-network results arrive asynchronously, and
+  mixes Q = (1 − λ) W_v/N_v + λ W_r/N_r. Here every simulation's leaf gets v_θ and z in the same step (evaluation is
+  synchronous and batched across the B games: one simulation per game per step, all B leaves evaluated together), so
+  N_v = N_r = N and (1 − λ) W_v/N + λ W_r/N = Σ V(s_L)/N: mctx's single mean of the mixed leaf values is exactly the
+  paper's Q.
+* Expansion threshold n_thr = 40: the paper adds a node only after n_thr visits, and tunes n_thr "dynamically to
+  ensure that the rate at which positions are added to the policy queue matches the rate at which the GPUs evaluate
+  the policy network": it paces an asynchronous queue. With synchronous batched evaluation there is no queue, and
+  every visited leaf is expanded (n_thr = 1) and gets its p_σ priors at once, so the paper's interim tree policy p_τ
+  (used until the network's priors arrive) is not needed either. The one difference in the search itself: where the
+  paper's second visit to a not-yet-expanded leaf s' runs another rollout from s', ours descends one ply (by p_σ and
+  the selection rule) and evaluates that child.
+* Virtual loss n_vl = 3 spreads the paper's parallel search threads within one tree; here one tree has one
+  simulation in flight at a time (parallelism is across games), so there is none.
+* The move played is the most visited root action (ties: the highest prior). Resigning (max_a Q < −0.8) is left to
+  the caller: the root Q values are in the returned tree.
+* Symmetries (`APVConfig.symmetries`): every network evaluation sees its position under one of the 8 dihedral
+  symmetries drawn uniformly (Methods: the "implicit ensemble"), shared by p_σ and v_θ of that position; p_σ's
+  logits are mapped back by the inverse symmetry (envs/symmetries.py, as the AlphaZero side does).
+
+The static parts of the networks (modules, plane counts) are pytree metadata of `Nets` and the weights its leaves, so
+one compiled search serves every checkpoint of the same shapes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any, Protocol, cast
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import mctx
+import pgx
+from flax import struct
+from pgx._src.games import go as pgx_go
+
+from az_jax.alphago import features as features_lib
+from az_jax.alphago import rollout_policy as rollout_lib
+from az_jax.alphago.networks import PolicyNetwork, ValueNetwork
+from az_jax.alphago.position import Position, from_pgx
+from envs import make_env
+from envs import symmetries as symmetries_lib
+
+MASKED = float(jnp.finfo(jnp.float32).min)  # the prior logit of a move the tree may not play
+
+
+@dataclasses.dataclass(frozen=True)
+class APVConfig:
+    """One APV-MCTS search (Extended Data Table 5's parameters are the defaults). Hashable: jitted code closes over
+    it."""
+
+    simulations: int  # simulations per move (per game)
+    c_puct: float = 5.0  # exploration constant
+    lam: float = 0.5  # λ: weight of the rollout result z in the leaf value (0: value network only, 1: rollouts only)
+    beta: float = 0.67  # softmax temperature of the prior p_σ^β
+    rollout_max_moves: int = 0  # a rollout still going after this many moves is scored as it stands; 0: no cap
+    symmetries: bool = True  # each network evaluation sees a random one of the 8 symmetries
+
+    def __post_init__(self):
+        checks = {
+            "simulations": isinstance(self.simulations, int) and self.simulations >= 1,
+            "c_puct": math.isfinite(self.c_puct) and self.c_puct >= 0,
+            "lam": 0.0 <= self.lam <= 1.0,
+            "beta": math.isfinite(self.beta) and self.beta > 0,
+            "rollout_max_moves": isinstance(self.rollout_max_moves, int) and self.rollout_max_moves >= 0,
+        }
+        bad = [k for k, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError(f"APVConfig: invalid {bad[0]}={getattr(self, bad[0])!r}")
+
+    @property
+    def uses_value(self) -> bool:
+        return self.lam < 1.0
+
+    @property
+    def uses_rollouts(self) -> bool:
+        return self.lam > 0.0
+
+
+@struct.dataclass
+class Nets:
+    """The three networks of the search: p_σ (priors), v_θ (leaf values) and p_π (rollouts). Weights are leaves;
+    modules and plane counts are static metadata. `value_params`/`value` may be None when λ = 1 and `rollout` when
+    λ = 0."""
+
+    policy_params: Any
+    value_params: Any
+    rollout: rollout_lib.RolloutPolicy | None
+    policy: nn.Module = struct.field(pytree_node=False)  # PolicyNetwork: planes [B, N, N, policy_planes] -> [B, N²]
+    policy_planes: int = struct.field(pytree_node=False)  # 4, 12, 20 or 48
+    value: nn.Module | None = struct.field(pytree_node=False, default=None)  # ValueNetwork: planes -> [B]
+    value_planes: int = struct.field(pytree_node=False, default=features_lib.NUM_VALUE_PLANES)
+
+
+def check_nets(config: APVConfig, nets: Nets) -> None:
+    """One-line ValueError when `nets` lacks a network `config` needs."""
+    if config.uses_value and (nets.value is None or nets.value_params is None):
+        raise ValueError(f"APV search with lam={config.lam} needs a value network (lam=1 searches without one)")
+    if config.uses_rollouts and nets.rollout is None:
+        raise ValueError(f"APV search with lam={config.lam} needs a rollout policy (lam=0 searches without one)")
+    if nets.policy_planes not in features_lib.PLANE_COUNTS[:4]:
+        raise ValueError(f"the policy network's planes must be 4, 12, 20 or 48, not {nets.policy_planes}")
+    if config.uses_value and nets.value_planes not in features_lib.PLANE_COUNTS:
+        raise ValueError(f"the value network's planes must be 4, 12, 20, 48 or 49, not {nets.value_planes}")
+
+
+# --- evaluation: priors, value network, rollouts --------------------------------------------------------------------
+
+
+def _size(states: pgx.State) -> int:
+    return int(round(states._x.board.shape[-1] ** 0.5))
+
+
+@functools.cache
+def _env(size: int) -> pgx.Env:
+    return make_env(f"go_{size}x{size}")[0]
+
+
+def own_eyes(board: jax.Array, n: int) -> jax.Array:
+    """[..., N²] board (+1 the player to move's stones) -> [..., N²] bool: its own eyes, as the sensibleness plane of
+    features.py defines them (orthogonal neighbours own or off the board; opponent diagonals: none on the edge or in
+    the corner, at most one elsewhere). Needs no chains, so rollouts use it instead of the 48 planes."""
+    lead = board.shape[:-1]
+    grid = board.reshape((*lead, n, n)).astype(jnp.int8)
+    pad = [(0, 0)] * len(lead) + [(1, 1), (1, 1)]
+    padded = jnp.pad(grid, pad, constant_values=features_lib._OFF)
+
+    def at(dr, dc):
+        return padded[..., 1 + dr : 1 + dr + n, 1 + dc : 1 + dc + n]
+
+    orth = jnp.stack([at(dr, dc) for dr, dc in features_lib._DIRS], -1)
+    diag = jnp.stack([at(dr, dc) for dr, dc in features_lib._DIAGS], -1)
+    edge = (diag == features_lib._OFF).any(-1)
+    bad = (diag == -1).sum(-1)
+    eye = (grid == 0) & ((orth == 1) | (orth == features_lib._OFF)).all(-1) & (bad <= jnp.where(edge, 0, 1))
+    return eye.reshape((*lead, n * n))
+
+
+def rollout(
+    policy: rollout_lib.RolloutPolicy, states: pgx.State, key: jax.Array, max_moves: int | jax.Array = 0
+) -> tuple[jax.Array, pgx.State]:
+    """Plays each of the pgx Go states [B, ...] to its end with p_π, sampled over the sensible points (legal for pgx
+    and for p_π, not an own eye), passing when none is left. Returns (z [B] float32: +1 if the player to move in the
+    given state won, −1 if it lost; the final states [B, ...]). A state already over gives its own result. With
+    `max_moves` > 0 a game still going after that many moves is scored as it stands (Tromp–Taylor area with the
+    env's komi, pgx's own scorer). The key is consumed."""
+    n = _size(states)
+    env = _env(n)
+    batch = jnp.arange(states.current_player.shape[0])
+    player = states.current_player  # [B] pgx player id of the side z is for
+    black = states._x.step_count % 2 == 0  # [B] that side is Black
+    # a state that is already over: its own result (pgx zeroes rewards only on steps after the end)
+    z0 = jnp.where(states.terminated, states.rewards[batch, player], 0.0)
+
+    capped = not (isinstance(max_moves, int) and max_moves == 0)  # a traced cap may be anything
+
+    def running(carry):
+        s, _, _, t = carry
+        going = ~(s.terminated | s.truncated)
+        return going.any() & (((max_moves == 0) | (t < max_moves)) if capped else True)
+
+    def body(carry):
+        s, z, key, t = carry
+        key, sample_key = jax.random.split(key)
+        position = from_pgx(s)
+        scores = rollout_lib.logits(policy, position)  # [B, N²], -inf where p_π finds the point illegal
+        sensible = jnp.isfinite(scores) & s.legal_action_mask[:, : n * n] & ~own_eyes(position.board, n)
+        point = jax.random.categorical(sample_key, jnp.where(sensible, scores, -jnp.inf), axis=-1)
+        action = jnp.where(sensible.any(-1), point, n * n).astype(jnp.int32)
+        s = jax.vmap(env.step)(s, action)  # a no-op with zero rewards on a game already over
+        return s, z + s.rewards[batch, player], key, t + 1
+
+    s, z, _, _ = jax.lax.while_loop(running, body, (states, z0, key, jnp.int32(0)))
+    if capped:
+        scores = jax.vmap(lambda x: pgx_go._count_scores(x, n))(s._x)  # [B, 2] (black, white) area
+        black_won = scores[:, 0] - env._game.komi > scores[:, 1]
+        scored = jnp.where(black_won == black, 1.0, -1.0)
+        z = jnp.where(s.terminated | s.truncated | (max_moves == 0), z, scored)
+    return z, s
+
+
+def _planes(nets: Nets, config: APVConfig, position: Position) -> jax.Array:
+    """The feature planes both networks need: 49 when the value network takes the colour plane, else 48 (the
+    sensibleness plane is always needed)."""
+    count = features_lib.NUM_POLICY_PLANES
+    if config.uses_value and nets.value_planes == features_lib.NUM_VALUE_PLANES:
+        count = features_lib.NUM_VALUE_PLANES
+    return features_lib.features(position, count)
+
+
+def evaluate(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(prior logits [B, N² + 1], leaf value [B]) of pgx Go states [B, ...], for the player to move: the logits of
+    p_σ^β over the sensible points (MASKED elsewhere; pass alone when none is left) and V = (1 − λ) v_θ + λ z.
+    Values of states that are over are meaningless (the caller masks them). The key is consumed."""
+    n = _size(states)
+    b = states.current_player.shape[0]
+    sym_key, rollout_key = jax.random.split(key)
+    position = from_pgx(states)
+    planes = _planes(nets, config, position)  # [B, N, N, 48 or 49]
+    sensible = (planes[..., features_lib.PLANE_SLICES["sensibleness"]].reshape(b, n * n) > 0) & (
+        states.legal_action_mask[:, : n * n]
+    )
+    game = f"go_{n}x{n}"
+    sym = symmetries_lib.random_symmetry(game, sym_key, b) if config.symmetries else None
+    seen = planes if sym is None else symmetries_lib.transform_observation(game, sym, planes)
+    logits = cast(jax.Array, nets.policy.apply({"params": nets.policy_params}, seen[..., : nets.policy_planes]))
+    if sym is not None:  # back to the original position's points (pad a pass column for the action tables)
+        padded = jnp.concatenate([logits, jnp.zeros((b, 1), logits.dtype)], axis=-1)
+        logits = symmetries_lib.inverse_policy(game, sym, padded)[:, : n * n]
+    logits = logits / config.beta
+    none = ~sensible.any(-1, keepdims=True)
+    logits = logits - jnp.where(none, 0.0, jnp.max(jnp.where(sensible, logits, -jnp.inf), axis=-1, keepdims=True))
+    prior = jnp.concatenate([jnp.where(sensible, logits, MASKED), jnp.where(none, 0.0, MASKED)], axis=-1)
+    value = jnp.zeros(b, jnp.float32)
+    if config.uses_value:
+        assert nets.value is not None
+        v = cast(jax.Array, nets.value.apply({"params": nets.value_params}, seen[..., : nets.value_planes]))
+        value = value + (1.0 - config.lam) * v.astype(jnp.float32)
+    if config.uses_rollouts:
+        assert nets.rollout is not None
+        z, _ = rollout(nets.rollout, states, rollout_key, config.rollout_max_moves)
+        value = value + config.lam * z
+    return prior, value
+
+
+def make_recurrent_fn(config: APVConfig) -> mctx.RecurrentFn:
+    """mctx's `recurrent_fn` on pgx Go states (the embedding): step, then `evaluate`. Conventions of
+    az_jax/search.py: reward to the player who moved, value for the player to move, discount −1, 0 after the end."""
+
+    def recurrent_fn(nets: Nets, rng_key, action, states):
+        mover = states.current_player
+        states = jax.vmap(_env(_size(states)).step)(states, action)
+        prior, value = _evaluate_jit(config, nets, states, rng_key)
+        over = states.terminated | states.truncated
+        batch = jnp.arange(action.shape[0])
+        pass_only = jnp.full_like(prior, MASKED).at[:, -1].set(0.0)  # any one playable move at a terminal node
+        output = mctx.RecurrentFnOutput(
+            reward=jnp.where(over, states.rewards[batch, mover], 0.0),
+            discount=jnp.where(over, 0.0, -1.0),
+            prior_logits=jnp.where(over[:, None], pass_only, prior),
+            value=jnp.where(over, 0.0, value),
+        )
+        return output, states
+
+    return recurrent_fn
+
+
+# --- selection and the search ---------------------------------------------------------------------------------------
+
+
+def paper_action_selection(rng_key, tree: mctx.Tree, node_index, depth=0, *, c_puct: float) -> jax.Array:
+    """argmax_a Q(s, a) + c_puct · P(s, a) · sqrt(Σ_b N(s, b)) / (1 + N(s, a)) at one node of an unbatched tree
+    (Silver et al. 2016, Methods, "Selection"); Q = 0 for unvisited edges; moves with a MASKED prior are never
+    chosen. With no visit below the node yet, the highest prior."""
+    del rng_key, depth
+    visits = tree.children_visits[node_index]  # [A] N(s, a)
+    logits = tree.children_prior_logits[node_index]  # [A]
+    prior = jax.nn.softmax(logits)  # P(s, a)
+    q = jnp.where(visits > 0, tree.qvalues(node_index), 0.0)  # W/N from the mover's view at s
+    total = visits.sum()
+    score = q + c_puct * prior * jnp.sqrt(total.astype(prior.dtype)) / (1.0 + visits)
+    score = jnp.where(total > 0, score, prior)
+    return jnp.argmax(jnp.where(logits > MASKED / 2, score, -jnp.inf)).astype(jnp.int32)
+
+
+def _search(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) -> mctx.PolicyOutput:
+    root_key, search_key = jax.random.split(key)
+    prior, value = _evaluate_jit(config, nets, states, root_key)
+    root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=states)
+    select = functools.partial(paper_action_selection, c_puct=config.c_puct)
+    tree = mctx.search(
+        params=nets,
+        rng_key=search_key,
+        root=root,
+        recurrent_fn=make_recurrent_fn(config),
+        root_action_selection_fn=select,
+        interior_action_selection_fn=select,
+        num_simulations=config.simulations,
+        invalid_actions=prior <= MASKED / 2,
+    )
+    weights = tree.summary().visit_probs
+    return mctx.PolicyOutput(action=most_visited(tree), action_weights=weights, search_tree=tree)
+
+
+_search_jit = jax.jit(_search, static_argnums=0)
+
+
+def search(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) -> mctx.PolicyOutput:
+    """APV-MCTS of pgx Go states [B, ...] (not over): `config.simulations` simulations per game; `action` is the most
+    visited root action, `action_weights` the root visit distribution. Jitted (config static; the weights in `nets`
+    are arguments). The key is consumed."""
+    check_nets(config, nets)
+    return _search_jit(config, nets, states, key)
+
+
+def most_visited(tree: mctx.Tree) -> jax.Array:
+    """[B] the most visited root action among those the tree may play, ties to the highest prior, then the lowest
+    index. At a root with no sensible point the only such action is pass."""
+    root = mctx.Tree.ROOT_INDEX
+    logits = tree.children_prior_logits[:, root]  # [B, A]
+    visits = jnp.where(logits > MASKED / 2, tree.children_visits[:, root], -1)
+    top = visits == visits.max(-1, keepdims=True)
+    return jnp.argmax(jnp.where(top, logits, -jnp.inf), axis=-1).astype(jnp.int32)
+
+
+def apv_actions(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) -> jax.Array:
+    """[B] the move APV-MCTS plays in each of the pgx Go states: the most visited root action (pass when no sensible
+    point is left). The key is consumed."""
+    return search(config, nets, states, key).action
+
+
+# --- a player -------------------------------------------------------------------------------------------------------
+
+
+class PolicyShape(Protocol):
+    """What `make_apply` reads of a p_σ config (supervised.SLConfig)."""
+
+    layers: int
+    filters: int
+    planes: int
+
+
+class ValueShape(Protocol):
+    """What `make_apply` reads of a v_θ config (value_training.ValueConfig)."""
+
+    layers: int
+    filters: int
+    hidden: int
+    planes: int
+
+
+@functools.cache
+def make_apply(config: APVConfig, policy_config: PolicyShape, value_config: ValueShape | None = None):
+    """`apply(variables, states [B, ...], key) -> actions [B]` for az_jax/evaluation/players.py's JaxPlayer, with
+    variables = {"policy": p_σ params, "value": v_θ params or None, "rollout": RolloutPolicy or None}. Cached per
+    configs (hashable), so every checkpoint of the same shapes shares one compiled match. `value_config` may be None
+    only when config.lam == 1."""
+    policy = PolicyNetwork(layers=policy_config.layers, filters=policy_config.filters)
+    value = None
+    if value_config is not None:
+        value = ValueNetwork(layers=value_config.layers, filters=value_config.filters, hidden=value_config.hidden)
+    if config.uses_value and value is None:
+        raise ValueError(f"APV search with lam={config.lam} needs a value network config (lam=1 searches without)")
+
+    def apply(variables: dict, states: pgx.State, key: jax.Array) -> jax.Array:
+        nets = Nets(
+            policy_params=variables["policy"],
+            value_params=variables.get("value"),
+            rollout=variables.get("rollout"),
+            policy=policy,
+            policy_planes=policy_config.planes,
+            value=value,
+            value_planes=value_config.planes if value_config is not None else features_lib.NUM_VALUE_PLANES,
+        )
+        return apv_actions(config, nets, states, key)
+
+    return apply
+
+
+_evaluate_jit = jax.jit(evaluate, static_argnums=0)
