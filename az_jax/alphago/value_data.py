@@ -274,7 +274,9 @@ def generate(
     index = jax.device_put(
         jnp.arange(first_game, first_game + games, dtype=jnp.int32), devices.shardings(mesh, P(devices.DEVICE_AXIS))
     )
-    return _generator(size, _shape(sl[0]), _shape(rl[0]), mesh)(sl[1], rl[1], key, settings, index)
+    # the weights as restored may sit on different devices (a checkpoint of one device, one of the mesh): replicate
+    sl_params, rl_params = jax.device_put((sl[1], rl[1]), devices.shardings(mesh, P()))
+    return _generator(size, _shape(sl[0]), _shape(rl[0]), mesh)(sl_params, rl_params, key, settings, index)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
