@@ -441,7 +441,9 @@ def _abstract(config: RLConfig, sl_config: SLConfig, iteration: int) -> dict:
         pool = jax.tree.map(lambda x: jnp.zeros((pool_size(config, iteration), *x.shape), x.dtype), params)
         return {"state": state, "pool": pool}
 
-    return jax.tree.map(ocp.utils.to_shape_dtype_struct, jax.eval_shape(tree))
+    # restored onto this process's first device whatever mesh wrote it (the caller places it on its own mesh)
+    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device), jax.eval_shape(tree))
 
 
 def _restore(manager: ocp.CheckpointManager, run_dir: str, config: RLConfig, sl_config: SLConfig, step: int) -> dict:
