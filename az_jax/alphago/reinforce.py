@@ -70,7 +70,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from az_jax import devices, files
-from az_jax.alphago import supervised
+from az_jax.alphago import checkpoints, supervised
 from az_jax.alphago.policy_player import sensible_moves
 from az_jax.alphago.supervised import SLConfig
 
@@ -374,9 +374,7 @@ def member(pool, index: int):
 # -- a run directory: config.json, metrics.jsonl, checkpoints/ (orbax) -------------------------------------------------
 
 
-def _manager(run_dir: str) -> ocp.CheckpointManager:
-    options = ocp.CheckpointManagerOptions(max_to_keep=3, create=True)
-    return ocp.CheckpointManager(os.path.join(os.path.abspath(run_dir), "checkpoints"), options=options)
+_manager = checkpoints.manager
 
 
 def is_run(run_dir: str) -> bool:
@@ -447,10 +445,7 @@ def _abstract(config: RLConfig, sl_config: SLConfig, iteration: int) -> dict:
 
 
 def _restore(manager: ocp.CheckpointManager, run_dir: str, config: RLConfig, sl_config: SLConfig, step: int) -> dict:
-    try:
-        return manager.restore(step, args=ocp.args.StandardRestore(_abstract(config, sl_config, step)))
-    except Exception as e:  # orbax raises many types for a damaged or missing step
-        raise RLError(f"{run_dir}: checkpoint {step} cannot be read ({type(e).__name__}: {e})") from None
+    return checkpoints.restore(manager, run_dir, step, _abstract(config, sl_config, step), RLError)
 
 
 def restore_params(run_dir: str, step: int | None = None) -> tuple[SLConfig, dict, int]:
@@ -458,9 +453,7 @@ def restore_params(run_dir: str, step: int | None = None) -> tuple[SLConfig, dic
     supervised.restore_params, so a p_ρ loads wherever a p_σ does."""
     config, sl_config, _ = read_config(run_dir)
     manager = _manager(run_dir)
-    step = manager.latest_step() if step is None else step
-    if step is None:
-        raise RLError(f"{run_dir} has no checkpoint yet")
+    step = checkpoints.step_or_latest(manager, run_dir, step, RLError)
     return sl_config, _restore(manager, run_dir, config, sl_config, step)["state"].params, step
 
 
@@ -473,9 +466,7 @@ def restore_pool(run_dir: str, step: int | None = None) -> Any:
     """The opponent pool (params stacked [M, ...]: σ, then ρ every pool_every iterations) of an RL run's checkpoint."""
     config, sl_config, _ = read_config(run_dir)
     manager = _manager(run_dir)
-    step = manager.latest_step() if step is None else step
-    if step is None:
-        raise RLError(f"{run_dir} has no checkpoint yet")
+    step = checkpoints.step_or_latest(manager, run_dir, step, RLError)
     return _restore(manager, run_dir, config, sl_config, step)["pool"]
 
 

@@ -34,6 +34,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from az_jax import devices, files
+from az_jax.alphago import checkpoints
 from az_jax.alphago import features as features_lib
 from az_jax.alphago.dataset import Positions
 from az_jax.alphago.networks import PolicyNetwork
@@ -200,9 +201,7 @@ def _eval_step(config: SLConfig, mesh: Mesh) -> Callable:
 # -- a run directory: config.json, metrics.jsonl, checkpoints/ (orbax) ----------------------------------------------
 
 
-def _manager(run_dir: str) -> ocp.CheckpointManager:
-    options = ocp.CheckpointManagerOptions(max_to_keep=3, create=True)
-    return ocp.CheckpointManager(os.path.join(os.path.abspath(run_dir), "checkpoints"), options=options)
+_manager = checkpoints.manager
 
 
 def _write_config(run_dir: str, config: SLConfig, data: str) -> None:
@@ -239,18 +238,13 @@ def restore_params(run_dir: str, step: int | None = None) -> tuple[SLConfig, dic
     """(config, params, step) of an SL run's latest (or given) checkpoint."""
     config = read_config(run_dir)
     manager = _manager(run_dir)
-    step = manager.latest_step() if step is None else step
-    if step is None:
-        raise SLError(f"{run_dir} has no checkpoint yet")
+    step = checkpoints.step_or_latest(manager, run_dir, step, SLError)
     return config, _restore_state(manager, run_dir, config, step).params, step
 
 
 def _restore_state(manager: ocp.CheckpointManager, run_dir: str, config: SLConfig, step: int) -> SLState:
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, init_state(config))
-    try:
-        return manager.restore(step, args=ocp.args.StandardRestore(abstract))
-    except Exception as e:  # orbax raises many types for a damaged or missing step
-        raise SLError(f"{run_dir}: checkpoint {step} cannot be read ({type(e).__name__}: {e})") from None
+    return checkpoints.restore(manager, run_dir, step, abstract, SLError)
 
 
 def train(

@@ -53,8 +53,8 @@ from jax.sharding import PartitionSpec as P
 from jax.tree_util import Partial
 
 from az_jax import devices, files
+from az_jax.alphago import checkpoints, value_data
 from az_jax.alphago import features as features_lib
-from az_jax.alphago import value_data
 from az_jax.alphago.networks import PolicyNetwork, ValueNetwork
 from az_jax.alphago.policy_player import policy_actions
 from az_jax.alphago.position import Position
@@ -250,9 +250,7 @@ def evaluate(config: ValueConfig, params, data: Labelled, mesh: Mesh | None = No
 # -- a run directory: config.json, metrics.jsonl, checkpoints/ (orbax) ----------------------------------------------
 
 
-def _manager(run_dir: str) -> ocp.CheckpointManager:
-    options = ocp.CheckpointManagerOptions(max_to_keep=3, create=True)
-    return ocp.CheckpointManager(os.path.join(os.path.abspath(run_dir), "checkpoints"), options=options)
+_manager = checkpoints.manager
 
 
 def _write_config(run_dir: str, config: ValueConfig, data: str) -> None:
@@ -291,18 +289,13 @@ def restore_params(run_dir: str, step: int | None = None) -> tuple[ValueConfig, 
     """(config, params, step) of a value-network run's latest (or given) checkpoint."""
     config = read_config(run_dir)
     manager = _manager(run_dir)
-    step = manager.latest_step() if step is None else step
-    if step is None:
-        raise ValueRunError(f"{run_dir} has no checkpoint yet")
+    step = checkpoints.step_or_latest(manager, run_dir, step, ValueRunError)
     return config, _restore_state(manager, run_dir, config, step).params, step
 
 
 def _restore_state(manager: ocp.CheckpointManager, run_dir: str, config: ValueConfig, step: int) -> ValueState:
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, init_state(config))
-    try:
-        return manager.restore(step, args=ocp.args.StandardRestore(abstract))
-    except Exception as e:  # orbax raises many types for a damaged or missing step
-        raise ValueRunError(f"{run_dir}: checkpoint {step} cannot be read ({type(e).__name__}: {e})") from None
+    return checkpoints.restore(manager, run_dir, step, abstract, ValueRunError)
 
 
 def train(
