@@ -224,3 +224,13 @@ def test_restore_errors_and_policy_loading(full_run, sl_run, tmp_path):
     config, params, step = reinforce.restore_policy(sl_run)
     assert config == SL_CONFIG and step == 0
     assert devices.make_mesh().size == 2  # the tests' 2 CPU devices split every batch of games
+
+
+def test_a_run_written_on_the_mesh_restores_onto_one_device(full_run):
+    """The run was trained (and checkpointed) replicated on the tests' 2-device mesh; a restore must not ask for that
+    topology (a 1-device process could not give it: orbax's "topology mismatch"), so it lands on this process's first
+    device and the caller places it on its own mesh."""
+    run_dir, _ = full_run
+    _, params, _ = reinforce.restore_params(run_dir)
+    for leaf in jax.tree.leaves((params, reinforce.restore_pool(run_dir))):
+        assert leaf.sharding.device_set == {jax.devices()[0]}

@@ -15,7 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 import pgx
 import pytest
+from jax.sharding import PartitionSpec as P
 
+from az_jax import devices
 from az_jax.alphago import supervised, value_data, value_training
 from az_jax.alphago.dataset import Positions
 from az_jax.alphago.networks import PolicyNetwork
@@ -107,6 +109,19 @@ def test_moves_are_legal_and_z_is_for_the_player_to_move_at_s_u_plus_1(games, re
     z = final.rewards[np.arange(GAMES), after_u.current_player]  # pgx's result for the player to move at s_{U+1}
     np.testing.assert_array_equal(games.outcome, z.astype(np.int8))
     assert set(games.outcome.tolist()) == {-1, 1}  # area scoring with komi 7.5: no draw; both results occur
+
+
+def test_weights_on_different_devices_give_the_same_games(games):
+    """p_σ as restored by one process (committed to its first device) and p_ρ replicated on the mesh (as RL training
+    leaves it): generate places both on its mesh, and the games are the fixture's (same key, same weights)."""
+    mesh = devices.make_mesh()
+    sl_one_device = jax.device_put(SL[1], jax.devices()[0])
+    rl_on_mesh = jax.device_put(RL[1], devices.shardings(mesh, P()))
+    g = value_data.generate(
+        (SL_CONFIG, sl_one_device), (RL_CONFIG, rl_on_mesh), GAMES, jax.random.key(3), N, u_range=(1, 9)
+    )
+    for got, want in zip(jax.tree.leaves(jax.device_get(g)), jax.tree.leaves(games), strict=True):
+        np.testing.assert_array_equal(np.asarray(got), want)
 
 
 def test_the_random_move_is_uniform_over_the_legal_points():
