@@ -6,6 +6,8 @@ APV-MCTS searches with.
     DIR/rl/               p_ρ, the RL policy network run (`az-jax alphago rl`): plays the value data's games
     DIR/value_data.npz    one position per self-play game (`az-jax alphago value-data`)
     DIR/value/            v_θ, the value network run (`az-jax alphago value`): the leaves' evaluations
+    DIR/preset.json       the preset `az-jax alphago pipeline` built the directory with (presets.py), whose search
+                          settings are the `alphago:DIR` player's defaults
 
     agent = load(DIR, lam=0.5)       # what the search with mixing parameter λ needs, and nothing more
     apply = apv_mcts.make_apply(config, agent.policy_config, agent.value_config); apply(agent.variables, states, key)

@@ -12,9 +12,11 @@
                                     temperature T; passes when no sensible point is left (alphago/policy_player.py)
     alphago:DIR[:sims=N,lambda=L,beta=B,c=C,symmetries=0|1]
                                     AlphaGo (Nature 2016): APV-MCTS with the networks of an agent directory
-                                    (alphago/agent.py: DIR/sl, DIR/value, DIR/rollout.npz), N simulations
-                                    (default 64), leaf value (1 − L)·v_θ + L·(p_π rollout), L = 0.5, priors p_σ^B,
-                                    B = 0.67, c_puct = C = 5 (alphago/apv_mcts.py)
+                                    (alphago/agent.py: DIR/sl, DIR/value, DIR/rollout.npz), N simulations, leaf
+                                    value (1 − L)·v_θ + L·(p_π rollout), priors p_σ^B, c_puct = C
+                                    (alphago/apv_mcts.py); options not given come from the search of the preset
+                                    that made DIR (DIR/preset.json, `az-jax alphago pipeline`), else N = 64,
+                                    L = 0.5, B = 0.67, C = 5
     gnugo[:level=N]                 GNU Go over GTP with the options that make its final position score the same
                                     under Tromp-Taylor rules (Chinese rules, all dead stones captured)
     gtp:COMMAND                     any GTP engine, e.g. gtp:"gnugo --mode gtp --level 10 --chinese-rules"
@@ -44,6 +46,7 @@ from az_jax import arena
 from az_jax.agent import load_agent
 from az_jax.alphago import agent as alphago_agent
 from az_jax.alphago import apv_mcts
+from az_jax.alphago import presets as alphago_presets
 from az_jax.alphago import reinforce as alphago_reinforce
 from az_jax.alphago import supervised as alphago_supervised
 from az_jax.alphago.policy_player import policy_actions
@@ -304,15 +307,22 @@ def alphago_policy_player(path: str, game: str, *, step: int | None = None, temp
 
 
 def alphago_search_player(rest: str, game: str, spec: str, default_simulations: int | None = None) -> JaxPlayer:
-    """`alphago:DIR[:options]`: APV-MCTS with the networks of an AlphaGo agent directory (see the module docstring)."""
+    """`alphago:DIR[:options]`: APV-MCTS with the networks of an AlphaGo agent directory (see the module docstring).
+    Options not given: the search of DIR/preset.json when there is one, else `default_simulations` (or 64) and
+    APVConfig's defaults."""
     body, options = _split_options(rest, spec)
     if not body:
         raise PlayerSpecError(f"{spec!r}: give an AlphaGo agent directory, e.g. alphago:runs/alphago9:sims=64")
-    sims = _number(options, "sims", int, default_simulations or 64, spec, low=1, high=MAX_SIMULATIONS)
-    lam = _number(options, "lambda", float, 0.5, spec, low=0.0, high=1.0)
-    beta = _number(options, "beta", float, 0.67, spec, low=1e-3)
-    c = _number(options, "c", float, 5.0, spec, low=0.0)
-    symmetries = _number(options, "symmetries", int, 1, spec, low=0, high=1)
+    try:
+        saved = alphago_presets.saved_search(body)
+    except alphago_presets.PresetError as e:
+        raise PlayerSpecError(str(e)) from None
+    defaults = saved or apv_mcts.APVConfig(simulations=default_simulations or 64)
+    sims = _number(options, "sims", int, defaults.simulations, spec, low=1, high=MAX_SIMULATIONS)
+    lam = _number(options, "lambda", float, defaults.lam, spec, low=0.0, high=1.0)
+    beta = _number(options, "beta", float, defaults.beta, spec, low=1e-3)
+    c = _number(options, "c", float, defaults.c_puct, spec, low=0.0)
+    symmetries = _number(options, "symmetries", int, int(defaults.symmetries), spec, low=0, high=1)
     _no_more(options, spec, "sims, lambda, beta, c, symmetries")
     try:
         agent = alphago_agent.load(body, lam=lam)
@@ -320,7 +330,7 @@ def alphago_search_player(rest: str, game: str, spec: str, default_simulations: 
         raise PlayerSpecError(str(e)) from None
     if f"go_{agent.size}x{agent.size}" != game:
         raise PlayerSpecError(f"{body} is a go_{agent.size}x{agent.size} agent, not {game}")
-    config = apv_mcts.APVConfig(simulations=sims, c_puct=c, lam=lam, beta=beta, symmetries=bool(symmetries))
+    config = dataclasses.replace(defaults, simulations=sims, c_puct=c, lam=lam, beta=beta, symmetries=bool(symmetries))
     apply = apv_mcts.make_apply(config, agent.policy_config, agent.value_config)
     name = f"{os.path.basename(os.path.abspath(body))}:apv{sims}_l{lam:g}"
     return JaxPlayer(name, apply, agent.variables, step=agent.steps["sl"], simulations=sims)

@@ -7,9 +7,11 @@
     az-jax alphago rl      --sl DIR --run-dir DIR [--games N ...]            the RL policy network p_ρ
     az-jax alphago value-data --sl DIR --rl DIR --out FILE --games N         one position per self-play game
     az-jax alphago value   --data FILE --run-dir DIR [--filters K ...]       the value network v_θ
+    az-jax alphago pipeline --preset NAME --dir DIR [--until STAGE] [--data FILE]   every stage above (resumable)
 
 An agent directory (az_jax/alphago/agent.py: DIR/sl, DIR/rollout.npz, DIR/rl, DIR/value_data.npz, DIR/value) is what
-the `alphago:DIR` player searches with.
+the `alphago:DIR` player searches with; `pipeline` runs every stage into one from a preset (az_jax/alphago/presets.py:
+9x9-cpu, 9x9, 19x19), and `alphago:DIR` then searches as the preset says.
 
 Each stage is a module of az_jax/alphago/; this file only parses and reports.
 """
@@ -20,7 +22,7 @@ import sys
 
 from az_jax.apps.cli.args import UsageError, bounded_int, path, positive_int
 
-STAGES = ("games", "data", "sl", "rollout", "rl", "value-data", "value")
+STAGES = ("games", "data", "sl", "rollout", "rl", "value-data", "value", "pipeline")
 
 
 def _positive_float(text: str) -> float:
@@ -115,6 +117,25 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     value.add_argument("--no-symmetries", action="store_true", help="no 8-fold augmentation")
     value.add_argument("--eval-every", type=positive_int, default=None)
     value.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=None)
+
+    pipeline = stages.add_parser("pipeline", help="every stage into an agent directory, from a preset (resumable)")
+    # names checked in run(): the presets module imports the library, which this parser must not
+    pipeline.add_argument("--preset", required=True, metavar="NAME", help="9x9-cpu, 9x9 or 19x19 (alphago/presets.py)")
+    pipeline.add_argument("--dir", type=path, required=True, metavar="DIR", help="the agent directory")
+    pipeline.add_argument(
+        "--until",
+        default=None,
+        metavar="STAGE",
+        help="stop after this stage: games, data, sl, rollout, rl, value-data or value (default: all)",
+    )
+    pipeline.add_argument(
+        "--data",
+        type=path,
+        default=None,
+        metavar="FILE",
+        help="an existing position data set (`az-jax alphago data`) instead of the expert games and the cached one",
+    )
+    pipeline.add_argument("--workers", type=bounded_int(1, 256), default=None, help="GNU Go processes (default: cores)")
     return parser
 
 
@@ -143,6 +164,8 @@ def run(args) -> int:
         corpus,
         dataset,
         gnugo_games,
+        pipeline,
+        presets,
         reinforce,
         rollout_policy,
         supervised,
@@ -249,6 +272,11 @@ def run(args) -> int:
                 file=sys.stderr,
             )
             _report(value_training.train(value_config, train_v, test_v, args.run_dir, data_path=args.data, log=_report))
+        elif args.stage == "pipeline":
+            if args.preset not in presets.PRESETS:
+                raise UsageError(f"unknown preset {args.preset!r}; the presets are {', '.join(presets.PRESETS)}")
+            preset = presets.PRESETS[args.preset]  # an unknown --until is pipeline.run's PipelineError
+            _report(pipeline.run(preset, args.dir, until=args.until, data=args.data, workers=args.workers, log=_report))
         else:  # argparse allows only STAGES
             raise UsageError(f"unknown stage {args.stage!r}")
     except (
@@ -258,6 +286,8 @@ def run(args) -> int:
         rollout_policy.RolloutPolicyError,
         value_data.ValueDataError,
         value_training.ValueRunError,
+        pipeline.PipelineError,
+        presets.PresetError,
     ) as e:
         raise UsageError(str(e)) from None
     return 0
