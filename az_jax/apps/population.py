@@ -197,7 +197,9 @@ class PopulationTrainer:
     # --- state -----------------------------------------------------------------------------------------------------
     def init_state(self) -> TrainState:
         """Every member's initial TrainState (from its seed), stacked: every leaf [M, ...], created on the mesh."""
-        init = jax.vmap(lambda data: iteration_lib.init_state(self.setup, data["seed"]))
+        setup = self.setup  # built outside the trace: pgx imports a game's module on first use, and its class
+        # defaults (arrays) made under a trace would leak as tracers
+        init = jax.vmap(lambda data: iteration_lib.init_state(setup, data["seed"]))
         return jax.jit(init, out_shardings=self.shardings)(self.member_data)
 
     def member_state(self, state: TrainState, index: int) -> TrainState:
@@ -217,6 +219,7 @@ class PopulationTrainer:
         """state -> (state, metrics {name: [M]}): one iteration of every member, one jitted program. The input
         state's buffers are donated."""
         specs = population_partition_specs()
+        _ = self.setup  # built outside the trace (see init_state)
         step = sharded(
             self._local_iteration, self.mesh, (specs, P(MEMBER_AXIS)), (specs, P(MEMBER_AXIS)), donate_argnums=0
         )
