@@ -79,6 +79,18 @@ class Config:
     # AlphaGo Zero: each sampled training position gets a random symmetry of the game (observation, policy target, legal
     # mask; z unchanged)
     augment_symmetries: bool = False
+    # KataGo's auxiliary targets (Wu, "Accelerating Self-Play Learning in Go", 2019, "Auxiliary Ownership and Score
+    # Targets"; its ablation: 1.65× less self-play computation to reach the same strength with them), for games that
+    # define the final ownership and score (envs/registry.py: Go). Each position also learns, from its mover's point of
+    # view, who owns each point of the game's final position (an ownership head: tanh per point) and the final score
+    # margin (a score head). 0: no head, no target kept (the papers' network and loss).
+    # Weight of the ownership loss, the cross-entropy of (1 + o)/2 against (1 + ô)/2 averaged over the board's points.
+    # KataGo: 1.5/b² per point summed over the b² points, i.e. 1.5 here
+    aux_ownership_weight: float = 0.0
+    # Weight of the score loss, the squared error of the predicted margin / (H·W) (a scalar regression of the margin
+    # scaled to about [−1, 1], where KataGo predicts a distribution over scores). NOT IN THE PAPERS: KataGo's score
+    # weights belong to its distribution losses; a squared error on this scale is comparable to the value loss's
+    aux_score_weight: float = 0.0
     # --- learning (AlphaGo Zero, Methods, "Optimisation"; AlphaZero, Methods) ----------------------------------------
     batch_size: int = 4096  # global minibatch (paper: 4096)
     train_ratio: float = 1.0  # positions trained on per position generated (sets G, logged)
@@ -173,6 +185,7 @@ class Config:
             )
         if self.full_search_fraction < 1.0 and self.resign:
             raise ConfigError("full_search_fraction < 1 (playout cap randomization) does not combine with resign")
+        self._validate_aux_targets()
         if not 0.0 <= self.dirichlet_fraction <= 1.0:
             raise ConfigError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
         if self.temperature_moves < -1:
@@ -239,6 +252,21 @@ class Config:
                 if not all(isinstance(v, int) and INT_MIN <= v <= INT_MAX for v in values):
                     raise ConfigError(f"{key} must be {_INTEGERS}, got {_show(value)}")
 
+    def _validate_aux_targets(self) -> None:
+        """KataGo's auxiliary targets: non-negative weights, > 0 only for a game that defines them and without
+        resignation (a resigned game has no final position to own or score)."""
+        for key in ("aux_ownership_weight", "aux_score_weight"):
+            weight = getattr(self, key)
+            if weight < 0:
+                raise ConfigError(f"{key} must be >= 0, got {weight}")
+            if weight > 0 and get_game(self.game).final_targets is None:
+                raise ConfigError(
+                    f"{key} needs a game that defines the final ownership and score; {self.game} does not "
+                    f"(games that do: {', '.join(g for g, s in GAMES.items() if s.final_targets)})"
+                )
+            if weight > 0 and self.resign:
+                raise ConfigError(f"{key} > 0 does not combine with resign (a resigned game is never scored)")
+
     def _validate_variant(self, num_devices: int) -> None:
         """The AlphaGo Zero switches' parameters: their ranges always, the split of gating games over the devices
         only with gating on."""
@@ -290,6 +318,11 @@ class Config:
         trained on."""
         generated = self.selfplay_batch_size * self.selfplay_steps * self.full_search_fraction
         return max(1, round(self.train_ratio * generated / self.batch_size))
+
+    @property
+    def aux_targets(self) -> bool:
+        """Some auxiliary target (ownership or score) is on."""
+        return self.aux_ownership_weight > 0 or self.aux_score_weight > 0
 
     @property
     def gating_interval(self) -> int:

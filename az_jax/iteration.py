@@ -95,7 +95,7 @@ def make_setup(config: Config) -> Setup:
         env=env,
         network=network,
         apply_fn=lambda variables, obs: network.apply(variables, obs, train=False),  # type: ignore[arg-type,return-value]
-        learn_apply=learner.learning_apply(learning),
+        learn_apply=learner.learning_apply(learning, aux=config.aux_targets),
         selfplay=selfplay_lib.SelfPlayConfig.from_config(config),
     )
 
@@ -126,6 +126,8 @@ def init_state(setup: Setup, seed: int | jax.Array) -> TrainState:
             obs_dtype,
             setup.env.num_actions,
             keep_search_value=cfg.value_target_mix > 0,
+            keep_ownership=cfg.aux_ownership_weight > 0,
+            keep_score=cfg.aux_score_weight > 0,
         ),
         key=jax.random.key_data(run_key),
         iteration=jnp.int32(0),
@@ -183,7 +185,9 @@ def learn(
     optimizer = learner.make_optimizer(cfg, learning_rates)
     local_batch = cfg.batch_size // jax.lax.axis_size(DEVICE_AXIS)
     # the metrics of a step that does not run (not `ready`)
-    idle = {**dict.fromkeys(("loss", "policy_loss", "value_loss", "l2", "grad_norm"), jnp.float32(0)), "finite": True}
+    terms: tuple[str, ...] = ("loss", "policy_loss", "value_loss", "l2", "grad_norm")
+    terms += ("ownership_loss",) * (cfg.aux_ownership_weight > 0) + ("score_loss",) * (cfg.aux_score_weight > 0)
+    idle = {**dict.fromkeys(terms, jnp.float32(0)), "finite": True}
 
     def step(carry, key):
         # The step always runs and `ready` selects its result: a lax.cond would put the network's backward pass in a
@@ -202,6 +206,8 @@ def learn(
             optimizer=optimizer,
             weight_decay=cfg.weight_decay,
             axis_name=DEVICE_AXIS,
+            ownership_weight=cfg.aux_ownership_weight,
+            score_weight=cfg.aux_score_weight,
         )
         metrics["finite"] = jnp.isfinite(metrics["loss"]) & jnp.isfinite(metrics["grad_norm"])
         return jax.tree.map(lambda n, o: jnp.where(ready, n, o), (tuple(new), metrics), (carry, idle))

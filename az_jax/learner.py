@@ -3,6 +3,10 @@ Nature 2017, Methods, "Optimisation").
 
     l = (z − v)² − πᵀ log p + c‖θ‖²
 
+plus, with KataGo's auxiliary targets (Wu, "Accelerating Self-Play Learning in Go", 2019, section "Auxiliary Ownership
+and Score Targets"), w_o times the ownership cross-entropy averaged over the board's points and w_s times the squared
+error of the scaled score margin (Config.aux_ownership_weight, aux_score_weight).
+
 Illegal actions are masked before the softmax, so p and the target π live on the same legal set. Batch norm uses the
 batch statistics (synchronised across devices through `axis_name`) while learning; acting uses the running averages.
 """
@@ -19,12 +23,16 @@ from az_jax import replay as replay_lib
 from az_jax.config import Config
 from az_jax.search import mask_logits
 
-# (variables, observation [n, ...]) -> ((logits [n, A], value [n]), {"batch_stats": new statistics})
-LearnApplyFn = Callable[[dict, jax.Array], tuple[tuple[jax.Array, jax.Array], dict]]
+# (variables, observation [n, ...]) -> ((logits [n, A], value [n]), {"batch_stats": new statistics}); with the
+# auxiliary heads the outputs are (logits, value, ownership logits [n, H·W] or None, score [n] or None)
+LearnApplyFn = Callable[[dict, jax.Array], tuple[tuple, dict]]
 
 
-def learning_apply(network: nn.Module) -> LearnApplyFn:
-    """The network as the learner runs it: batch statistics, and the running averages returned as an update."""
+def learning_apply(network: nn.Module, aux: bool = False) -> LearnApplyFn:
+    """The network as the learner runs it: batch statistics, and the running averages returned as an update; with
+    `aux` its auxiliary heads' outputs too (networks.AlphaZeroNet)."""
+    if aux:
+        return functools.partial(network.apply, train=True, aux=True, mutable=["batch_stats"])  # type: ignore[return-value]
     return functools.partial(network.apply, train=True, mutable=["batch_stats"])  # type: ignore[return-value]
 
 
@@ -52,16 +60,61 @@ def current_learning_rate(
     return make_schedule(values, config.lr_boundaries)(optax.tree_utils.tree_get(opt_state, "count"))
 
 
-def loss_fn(params, batch_stats, apply_fn: LearnApplyFn, batch: replay_lib.Batch, weight_decay: float):
-    """Returns (loss, (new batch_stats, metrics)). Batch arrays are [n, ...]."""
-    (logits, value), updates = apply_fn({"params": params, "batch_stats": batch_stats}, batch.observation)
+def loss_fn(
+    params,
+    batch_stats,
+    apply_fn: LearnApplyFn,
+    batch: replay_lib.Batch,
+    weight_decay: float,
+    ownership_weight: float = 0.0,
+    score_weight: float = 0.0,
+):
+    """Returns (loss, (new batch_stats, metrics)). Batch arrays are [n, ...]. With `ownership_weight` or
+    `score_weight` > 0, `apply_fn` returns the auxiliary heads (learning_apply(network, aux=True)), the batch carries
+    their targets, and the metrics add the unweighted "ownership_loss" and "score_loss" of the terms that are on."""
+    outputs, updates = apply_fn({"params": params, "batch_stats": batch_stats}, batch.observation)
+    logits, value = outputs[:2]
     log_p = jax.nn.log_softmax(mask_logits(logits, batch.legal))  # [n, A]
     policy_loss = -jnp.sum(jnp.where(batch.legal, batch.policy * log_p, 0.0), axis=-1).mean()
     value_loss = jnp.mean((batch.outcome - value) ** 2)
     l2 = weight_decay * sum(jnp.sum(jnp.square(p)) for p in jax.tree.leaves(params))
     loss = value_loss + policy_loss + l2
     metrics = {"loss": loss, "policy_loss": policy_loss, "value_loss": value_loss, "l2": l2}
+    if ownership_weight or score_weight:
+        ownership_loss, score_loss = aux_losses(outputs[2], outputs[3], batch, ownership_weight, score_weight)
+        loss = loss + ownership_weight * ownership_loss + score_weight * score_loss
+        metrics["loss"] = loss
+        metrics.update({"ownership_loss": ownership_loss} if ownership_weight else {})
+        metrics.update({"score_loss": score_loss} if score_weight else {})
     return loss, (updates["batch_stats"], metrics)
+
+
+def aux_losses(
+    ownership_logit: jax.Array | None,
+    score: jax.Array | None,
+    batch: replay_lib.Batch,
+    ownership_weight: float,
+    score_weight: float,
+) -> tuple[jax.Array, jax.Array]:
+    """KataGo's auxiliary losses (Wu 2019, "Auxiliary Ownership and Score Targets"), unweighted, each 0 when its
+    weight is 0:
+
+    ownership: −mean over points of [(1 + o)/2 · log((1 + ô)/2) + (1 − o)/2 · log((1 − ô)/2)], ô = tanh(logit), so
+    (1 ± ô)/2 = sigmoid(±2·logit) (computed as log_sigmoid, stable where ô → ±1); KataGo sums over the b² points with
+    weight 1.5/b², i.e. weight 1.5 on this mean. Its minimum is 0 where o = ±1 and log 2 where o = 0 (a neutral point).
+    score: (ŝ − margin / (H·W))², the margin in points scaled by the board's points."""
+    zero = jnp.float32(0.0)
+    ownership_loss = score_loss = zero
+    if ownership_weight:
+        assert ownership_logit is not None and batch.ownership is not None
+        target = (1.0 + batch.ownership) / 2.0  # [n, H·W] probability the mover owns the point
+        mine, theirs = jax.nn.log_sigmoid(2.0 * ownership_logit), jax.nn.log_sigmoid(-2.0 * ownership_logit)
+        ownership_loss = -(target * mine + (1.0 - target) * theirs).mean()
+    if score_weight:
+        assert score is not None and batch.score is not None
+        points = batch.observation.shape[1] * batch.observation.shape[2]
+        score_loss = jnp.mean((score - batch.score / points) ** 2)
+    return ownership_loss, score_loss
 
 
 def train_step(
@@ -74,13 +127,17 @@ def train_step(
     optimizer: optax.GradientTransformation,
     weight_decay: float,
     axis_name: str | None,
+    ownership_weight: float = 0.0,
+    score_weight: float = 0.0,
 ):
     """One SGD step on this device's share of the global batch; gradients averaged over `axis_name`.
 
     Returns (params, batch_stats, opt_state, metrics), identical on every device; the metrics are loss_fn's and
     "grad_norm", the global norm of the averaged gradient. Inside a sharded program this relies on az_jax/devices.py's
     `check_vma=False` (the gradient of replicated parameters is this device's own, and `pmean` averages it)."""
-    grads, (batch_stats, metrics) = jax.grad(loss_fn, has_aux=True)(params, batch_stats, apply_fn, batch, weight_decay)
+    grads, (batch_stats, metrics) = jax.grad(loss_fn, has_aux=True)(
+        params, batch_stats, apply_fn, batch, weight_decay, ownership_weight, score_weight
+    )
     if axis_name is not None:
         grads = jax.lax.pmean(grads, axis_name)
         metrics = jax.lax.pmean(metrics, axis_name)

@@ -4,6 +4,12 @@ network architecture"; AlphaZero, Silver et al., Science 2018).
 Input is a batch of pgx observations [B, H, W, C] (bool or float), already from the mover's point of view. Output is
 (policy logits [B, A] over all actions, value [B] in [-1, 1] for the player to move). Illegal actions are masked by the
 caller (search.py, learner.py), never here.
+
+With KataGo's auxiliary heads (Wu, "Accelerating Self-Play Learning in Go", 2019, section "Auxiliary Ownership and Score
+Targets"; Config.aux_ownership_weight, aux_score_weight) the network also predicts, for the player to move, who owns
+each point at the end of the game and the final score margin. They exist only when switched on, are returned only to
+the learner (`aux=True`: acting never reads them, so XLA drops them from the search's program), and leave the policy
+and value outputs as they are (their losses do train the shared trunk, and the score's the value head's hidden layer).
 """
 
 from collections.abc import Callable
@@ -73,10 +79,18 @@ class AlphaZeroNet(nn.Module):
     # every k-th residual block (k, 2k, ...) is a GlobalPoolingBlock pooling channels // 3 of its channels (KataGo's
     # b6c96 pools 32 of 96); 0: none, the papers' network
     global_pooling_every: int = 0
+    # KataGo's ownership head: the trunk → conv 1×1 (1 filter, bias) → one logit per point, ownership = tanh(logit)
+    # ∈ [−1, 1] for the player to move
+    ownership_head: bool = False
+    # KataGo's score head, simplified: one linear unit on the value head's hidden layer, the final score margin for the
+    # player to move divided by the board's H·W points (KataGo predicts a distribution over scores; a scalar
+    # regression of the scaled margin stands in for it here)
+    score_head: bool = False
 
     @nn.compact
-    def __call__(self, obs, train: bool = False):
-        """obs: [B, H, W, C] → (logits [B, A] float32, value [B] float32)."""
+    def __call__(self, obs, train: bool = False, aux: bool = False):
+        """obs: [B, H, W, C] → (logits [B, A] float32, value [B] float32); with `aux` also the auxiliary heads'
+        (ownership logits [B, H·W] float32, score [B] float32), each None where the network has no such head."""
         bn = lambda: nn.BatchNorm(use_running_average=not train, axis_name=self.axis_name, dtype=self.dtype)
         x = obs.astype(self.dtype)
         conv = lambda features, size: nn.Conv(
@@ -95,9 +109,17 @@ class AlphaZeroNet(nn.Module):
         logits = nn.Dense(self.num_actions, dtype=self.dtype)(p.reshape(batch, -1))
         # Value head: conv 1×1 (1 filter) → BN → ReLU → FC hidden → ReLU → FC 1 → tanh.
         v = nn.relu(bn()(conv(1, (1, 1))(x)))
-        v = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(v.reshape(batch, -1)))
-        v = jnp.tanh(nn.Dense(1, dtype=self.dtype)(v))
-        return logits.astype(jnp.float32), v[:, 0].astype(jnp.float32)
+        hidden = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(v.reshape(batch, -1)))
+        v = jnp.tanh(nn.Dense(1, dtype=self.dtype)(hidden))
+        # The auxiliary heads come last and are named, so the papers' modules keep their names and initial values.
+        ownership = score = None
+        if self.ownership_head:
+            own = nn.Conv(1, (1, 1), dtype=self.dtype, conv_general_dilated=self.conv, name="ownership_head")(x)
+            ownership = own.reshape(batch, -1).astype(jnp.float32)
+        if self.score_head:
+            score = nn.Dense(1, dtype=self.dtype, name="score_head")(hidden)[:, 0].astype(jnp.float32)
+        outputs = logits.astype(jnp.float32), v[:, 0].astype(jnp.float32)
+        return (*outputs, ownership, score) if aux else outputs
 
 
 def make_network(config, num_actions: int, axis_name: str | None = None) -> AlphaZeroNet:
@@ -115,4 +137,6 @@ def make_network(config, num_actions: int, axis_name: str | None = None) -> Alph
         axis_name=axis_name,
         conv=conv,
         global_pooling_every=config.global_pooling_every,
+        ownership_head=config.aux_ownership_weight > 0,
+        score_head=config.aux_score_weight > 0,
     )

@@ -1,9 +1,10 @@
 """An on-device, fixed-capacity circular buffer of self-play positions, written in place and sampled uniformly.
 
 A position is written when it is played, with its outcome still unknown ("pending"); when its game ends, every pending
-position of that game (same slot, same episode number) gets z from its own mover's point of view. Only positions with a
-known outcome are sampled. Positions of a game still in progress carry over between iterations, so no game is ever
-truncated at an iteration boundary.
+position of that game (same slot, same episode number) gets z from its own mover's point of view, and, with KataGo's
+auxiliary targets on, the final position's ownership and score margin from that same point of view. Only positions
+with a known outcome are sampled. Positions of a game still in progress carry over between iterations, so no game is
+ever truncated at an iteration boundary.
 
 Row placement is a pure function of the global ply counter: ply t writes its B rows at (t·B + b) mod N. No pointer.
 """
@@ -29,6 +30,12 @@ class ReplayBuffer:
     # [N] float32 the root's search value for the mover; None (not kept) when the value target is z alone
     # (Config.value_target_mix = 0)
     search_value: jax.Array | None = None
+    # [N, H·W] int8 ownership of each point of the game's final position for the mover, in {−1, 0, +1} (valid where
+    # done); None when not kept (Config.aux_ownership_weight = 0)
+    ownership: jax.Array | None = None
+    # [N] float32 the game's final score margin in points for the mover (valid where done); None when not kept
+    # (Config.aux_score_weight = 0)
+    score: jax.Array | None = None
 
     @property
     def capacity(self) -> int:
@@ -41,6 +48,8 @@ class Batch:
     policy: jax.Array  # [n, A]
     legal: jax.Array  # [n, A]
     outcome: jax.Array  # [n] the value target: z, or z mixed with the search value (sample's value_target_mix)
+    ownership: jax.Array | None = None  # [n, H·W] float32 final ownership for the mover, where the buffer keeps it
+    score: jax.Array | None = None  # [n] float32 final score margin in points for the mover, where the buffer keeps it
 
 
 def init(
@@ -49,8 +58,12 @@ def init(
     obs_dtype,
     num_actions: int,
     keep_search_value: bool = False,
+    keep_ownership: bool = False,
+    keep_score: bool = False,
 ) -> ReplayBuffer:
+    """An empty buffer; ownership is kept per point of the observation's H × W board."""
     zeros = lambda shape, dtype: jnp.zeros(shape, dtype)
+    points = obs_shape[0] * obs_shape[1] if keep_ownership else 0
     return ReplayBuffer(
         observation=zeros((capacity, *obs_shape), obs_dtype),
         policy=zeros((capacity, num_actions), jnp.float32),
@@ -62,6 +75,8 @@ def init(
         pending=zeros((capacity,), jnp.bool_),
         done=zeros((capacity,), jnp.bool_),
         search_value=zeros((capacity,), jnp.float32) if keep_search_value else None,
+        ownership=zeros((capacity, points), jnp.int8) if keep_ownership else None,
+        score=zeros((capacity,), jnp.float32) if keep_score else None,
     )
 
 
@@ -95,20 +110,40 @@ def add(
         pending=put(buffer.pending, True if trainable is None else jnp.broadcast_to(trainable, (num_games,))),
         done=put(buffer.done, False),
         search_value=None if buffer.search_value is None else put(buffer.search_value, search_value),
+        ownership=None if buffer.ownership is None else put(buffer.ownership, 0),
+        score=None if buffer.score is None else put(buffer.score, 0.0),
     )
 
 
-def resolve(buffer: ReplayBuffer, ended: jax.Array, episode: jax.Array, rewards: jax.Array) -> ReplayBuffer:
+def resolve(
+    buffer: ReplayBuffer,
+    ended: jax.Array,
+    episode: jax.Array,
+    rewards: jax.Array,
+    final_targets: tuple[jax.Array, jax.Array] | None = None,
+) -> ReplayBuffer:
     """Gives every pending position of each game that just ended its outcome.
 
     ended [B] bool, episode [B] int32 (the episode number of the game that ended in each slot), rewards [B, 2] (pgx's
     final rewards per player id). A position's target is z = rewards[slot, player]: +1 if its mover won, −1 if lost, 0
-    draw — the mover's own point of view whoever moved last.
+    draw — the mover's own point of view whoever moved last. `final_targets` (ownership [B, 2, H·W], margin [B, 2],
+    per player id like `rewards`: GameSpec.final_targets of each slot's final state) reach the positions the same way,
+    into the fields the buffer keeps.
     """
     hit = buffer.pending & ended[buffer.slot] & (buffer.episode == episode[buffer.slot])  # [N]
     z = rewards[buffer.slot, buffer.player]  # [N]
+    ownership, score = buffer.ownership, buffer.score
+    if final_targets is not None and ownership is not None:
+        mine = final_targets[0][buffer.slot, buffer.player].astype(jnp.int8)  # [N, H·W]
+        ownership = jnp.where(hit[:, None], mine, ownership)
+    if final_targets is not None and score is not None:
+        score = jnp.where(hit, final_targets[1][buffer.slot, buffer.player], score)
     return buffer.replace(  # type: ignore[attr-defined]
-        outcome=jnp.where(hit, z, buffer.outcome), pending=buffer.pending & ~hit, done=buffer.done | hit
+        outcome=jnp.where(hit, z, buffer.outcome),
+        pending=buffer.pending & ~hit,
+        done=buffer.done | hit,
+        ownership=ownership,
+        score=score,
     )
 
 
@@ -127,9 +162,8 @@ def sample(
 
     With `symmetry_game`, each sampled position is seen under its own uniformly random symmetry of that game
     (AlphaGo Zero's data augmentation, AlphaGo Zero, Silver et al., Nature 2017, Methods, "Domain knowledge"):
-    observation, policy target and legal mask are
-    transformed together, the outcome is unchanged. Requires at least one position with an outcome (the learner
-    checks before calling)."""
+    observation, policy target, legal mask and ownership are transformed together, the outcome and score are unchanged.
+    Requires at least one position with an outcome (the learner checks before calling)."""
     rows_key = rng_key
     if symmetry_game is not None:
         rows_key, symmetry_key = jax.random.split(rng_key)
@@ -140,7 +174,12 @@ def sample(
         assert buffer.search_value is not None  # value_target_mix > 0: the buffer keeps search values
         outcome = (1.0 - value_target_mix) * outcome + value_target_mix * buffer.search_value[rows]
     batch = Batch(
-        observation=buffer.observation[rows], policy=buffer.policy[rows], legal=buffer.legal[rows], outcome=outcome
+        observation=buffer.observation[rows],
+        policy=buffer.policy[rows],
+        legal=buffer.legal[rows],
+        outcome=outcome,
+        ownership=None if buffer.ownership is None else buffer.ownership[rows].astype(jnp.float32),
+        score=None if buffer.score is None else buffer.score[rows],
     )
     if symmetry_game is None:
         return batch
@@ -150,8 +189,14 @@ def sample(
 def augment(batch: Batch, rng_key: jax.Array, symmetry_game: str) -> Batch:
     """Each position of `batch` [n, ...] under its own uniformly random symmetry of the game; the key is consumed."""
     sym = symmetries_lib.random_symmetry(symmetry_game, rng_key, batch.outcome.shape[0])  # [n]
+    ownership = batch.ownership
+    if ownership is not None:  # a board plane [n, H, W, 1], moved with the observation
+        n, h, w = batch.observation.shape[:3]
+        plane = ownership.reshape(n, h, w, 1)
+        ownership = symmetries_lib.transform_observation(symmetry_game, sym, plane).reshape(n, h * w)
     return batch.replace(  # type: ignore[attr-defined]
         observation=symmetries_lib.transform_observation(symmetry_game, sym, batch.observation),
         policy=symmetries_lib.transform_policy(symmetry_game, sym, batch.policy),
         legal=symmetries_lib.transform_policy(symmetry_game, sym, batch.legal),
+        ownership=ownership,
     )

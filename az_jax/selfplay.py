@@ -5,9 +5,12 @@ ends (replay.resolve). Moves are sampled from the search policy for the first `s
 chosen greedily by visit count afterwards (AlphaGo Zero, Silver et al., Nature 2017, Methods, "Self-play"; AlphaZero
 keeps the AGZ cut-off of 30 by default).
 With `resign` (AlphaGo Zero, az_jax/resign.py) a game also ends when its mover resigns; the resigning side loses.
+With KataGo's auxiliary targets on, the final position of each game that ends is also scored for ownership and margin
+(GameSpec.final_targets), which reach its positions with z.
 """
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -19,6 +22,7 @@ from az_jax import replay as replay_lib
 from az_jax import resign as resign_lib
 from az_jax import search as search_lib
 from az_jax.config import Config
+from envs import get_game
 
 
 @struct.dataclass
@@ -42,6 +46,9 @@ class SelfPlayConfig:
     # trained on. None: every ply is a full search.
     fast_search: search_lib.SearchConfig | None = None
     full_search_fraction: float = 1.0
+    # KataGo's auxiliary targets (Wu 2019, "Auxiliary Ownership and Score Targets"): the game's GameSpec.final_targets,
+    # applied to every game that ends; None: off
+    final_targets: Callable | None = None
 
     @classmethod
     def from_config(cls, config: Config) -> "SelfPlayConfig":
@@ -56,6 +63,7 @@ class SelfPlayConfig:
             if capped
             else None,
             full_search_fraction=config.full_search_fraction,
+            final_targets=get_game(config.game).final_targets if config.aux_targets else None,
         )
 
 
@@ -157,7 +165,8 @@ def play(
                 "resign_counts": resign_lib.outcome_counts(resign_games, ended, rewards),
             }
             resign_games = resign_lib.restart(resign_games, ended, resign_key, settings.resign_disabled_fraction)
-        buffer = replay_lib.resolve(buffer, ended, state.episode, rewards)
+        final = None if settings.final_targets is None else jax.vmap(settings.final_targets)(games)  # per player id
+        buffer = replay_lib.resolve(buffer, ended, state.episode, rewards, final)
         decisive = ended & (jnp.abs(rewards).sum(-1) > 0)
         fresh = jax.vmap(env.init)(jax.random.split(reset_key, num_games))
         games = jax.tree.map(

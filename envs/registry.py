@@ -15,9 +15,12 @@ undercounts the legal moves of real games where pieces develop (chess: 22.6 rand
 """
 
 import dataclasses
+from collections.abc import Callable
 from typing import Literal
 
 import pgx
+
+from envs import go_scoring
 
 CapRule = Literal["draw", "scored", "none"]
 
@@ -38,6 +41,10 @@ class GameSpec:
     temperature_moves: int  # plies sampled ∝ visit counts before playing greedily (paper: 30 for Go/chess)
     symmetries: tuple[str, ...] = ()  # board symmetries the rules have (used by the AlphaGo Zero variant)
     opening_plies: int = 4  # random plies that open an evaluation game (see below)
+    # The final position's ownership and score margin, for KataGo's auxiliary targets (Config.aux_ownership_weight,
+    # aux_score_weight): one unbatched finished pgx state -> (ownership [2, H·W] in {−1, 0, +1}, margin [2] in points),
+    # row p from pgx player id p's point of view. None: the game defines neither (only Go does: envs/go_scoring.py).
+    final_targets: Callable | None = None
 
     def make(self) -> pgx.Env:
         return pgx.make(self.name)
@@ -113,6 +120,7 @@ GAMES: dict[str, GameSpec] = {
             cap_rule="scored",
             temperature_moves=15,
             symmetries=D8,
+            final_targets=go_scoring.final_targets,
         ),
         GameSpec(
             "go_19x19",
@@ -122,6 +130,7 @@ GAMES: dict[str, GameSpec] = {
             cap_rule="scored",
             temperature_moves=30,
             symmetries=D8,
+            final_targets=go_scoring.final_targets,
         ),
         GameSpec(
             "chess",

@@ -1,0 +1,299 @@
+"""KataGo's auxiliary ownership and score targets (Wu, "Accelerating Self-Play Learning in Go", 2019, section "Auxiliary
+Ownership and Score Targets"; Config.aux_ownership_weight, aux_score_weight): Go's area ownership and margin of
+hand-built positions, their sign for each colour, the replay plumbing, a real training iteration, and that with the
+weights at 0 nothing changes."""
+
+import dataclasses
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from pgx._src.games import go as pgx_go
+
+import envs
+from az_jax import config as config_lib
+from az_jax import iteration as iteration_lib
+from az_jax import learner, networks, replay
+from az_jax.devices import make_mesh
+from az_jax.trainer import Trainer
+from envs import go_scoring
+
+from conftest import TINY_NETWORK
+
+pytestmark = pytest.mark.usefixtures("fast_compiles")  # tiny programs: XLA's optimisation passes off (conftest.py)
+
+GO = "go_9x9"
+ENV = envs.make_env(GO)[0]
+N = 9
+
+
+def board(rows: list[str]) -> np.ndarray:
+    """9 strings of 9 ("X" Black, "O" White, "." empty; row r is pgx points 9r..9r+8) -> pgx's board [81]: each chain
+    named by its smallest point + 1, positive for Black, negative for White (pgx/_src/games/go.py)."""
+    colour = np.array([[{"X": 1, "O": -1, ".": 0}[c] for c in row] for row in rows]).reshape(-1)
+    out = np.zeros(N * N, np.int32)
+    for start in range(N * N):
+        if colour[start] == 0 or out[start]:
+            continue
+        chain, stack = [start], [start]
+        while stack:
+            p = stack.pop()
+            r, c = divmod(p, N)
+            for q in [p - N if r else -1, p + N if r < N - 1 else -1, p - 1 if c else -1, p + 1 if c < N - 1 else -1]:
+                if q >= 0 and colour[q] == colour[start] and q not in chain:
+                    chain.append(q)
+                    stack.append(q)
+        out[chain] = colour[start] * (min(chain) + 1)
+    return out
+
+
+WALL = board(["....XO..."] * 9)  # Black's wall on column 4, White's on column 5
+NEUTRAL = board(["...X.O..."] * 9)  # column 4 empty between the walls
+DEAD = board(["O...XO..."] + ["....XO..."] * 8)  # WALL plus a White stone at point 0, inside Black's side
+
+
+def go_state(points: np.ndarray, step_count: int, key: jax.Array):
+    """A pgx go_9x9 state with board `points` at ply `step_count` (even: Black to move), pgx's player order from
+    `key`; legal mask and observation recomputed."""
+    state = ENV.init(key)
+    history = state._x.board_history.at[0].set(np.clip(points, -1, 1))
+    x = state._x._replace(board=jnp.asarray(points), board_history=history, step_count=jnp.int32(step_count))
+    state = state.replace(_x=x, current_player=state._player_order[x.color], _step_count=jnp.int32(step_count))
+    state = state.replace(legal_action_mask=ENV._game.legal_action_mask(x))
+    return state.replace(observation=ENV.observe(state))
+
+
+def test_area_ownership_and_margin_of_hand_built_positions():
+    own = jax.jit(go_scoring.black_ownership)
+    wall, neutral, dead = (np.asarray(own(b)).reshape(N, N) for b in (WALL, NEUTRAL, DEAD))
+    # WALL: columns 0-3 (36 empty points) reach only Black's wall, 6-8 (27) only White's: Black owns 36 + 9 stones
+    # = 45, White 27 + 9 = 36; Black's sum 45 − 36 = 9, margin 9 − 7.5 komi = +1.5 (Black wins by 1.5).
+    assert (wall[:, :5] == 1).all() and (wall[:, 5:] == -1).all()
+    # NEUTRAL: column 4's empty points reach both walls: nobody's. 36 − 36 = 0, margin −7.5 (White by komi).
+    assert (neutral[:, :4] == 1).all() and (neutral[:, 4] == 0).all() and (neutral[:, 5:] == -1).all()
+    # DEAD: the White stone at point 0 counts as alive (Tromp-Taylor): Black's 35 empty points now reach both colours,
+    # so Black keeps its 9 stones, White 36 + 1 = 37, 35 nobody's; margin 9 − 37 − 7.5 = −35.5.
+    assert dead[0, 0] == -1 and (dead[:, 4] == 1).all() and (dead[:, 5:] == -1).all()
+    assert (dead[:, :4] == 0).sum() == 35
+    for points, margin in [(WALL, 1.5), (NEUTRAL, -7.5), (DEAD, -35.5)]:
+        assert float(own(points).sum()) - go_scoring.KOMI == margin
+        # pgx's own area count (which also gives an empty region reaching no stone to both) differs by the same
+        scores = pgx_go._count_scores(pgx_go.GameState(board=jnp.asarray(points)), N)
+        assert float(scores[0] - scores[1]) - ENV._game.komi == margin
+    assert float(own(np.zeros(N * N, np.int32)).sum()) == 0  # the empty board: every point reaches neither colour
+
+
+def test_targets_per_player_id_flip_for_white():
+    final = jax.jit(go_scoring.final_targets)
+    for seed in range(4):  # pgx draws which player id plays Black; these keys give both orders
+        state = go_state(WALL, 10, jax.random.key(seed))
+        ownership, margin = final(state)
+        black = int(state._player_order[0])  # player order maps colour -> player id, and back
+        black_view = np.asarray(go_scoring.black_ownership(WALL))
+        np.testing.assert_array_equal(ownership[black], black_view)
+        np.testing.assert_array_equal(ownership[1 - black], -black_view)  # White's view: every owner flipped
+        assert margin[black] == 1.5 and margin[1 - black] == -1.5  # Black wins by 1.5, White loses by 1.5
+
+
+def test_resolve_gives_each_mover_its_own_view():
+    # 2 games (slots), 2 plies each, capacity 4: ply 0 written at rows 0, 1 and ply 1 at rows 2, 3; the mover at
+    # ply t is player id t (alternating). Game 0 ends after ply 1; game 1 is still going.
+    buf = replay.init(4, (N, N, 17), jnp.bool_, N * N + 1, keep_ownership=True, keep_score=True)
+    for t in range(2):
+        obs = jnp.zeros((2, N, N, 17), jnp.bool_)
+        pol, legal = jnp.zeros((2, N * N + 1)), jnp.ones((2, N * N + 1), jnp.bool_)
+        buf = replay.add(buf, jnp.int32(t), obs, pol, legal, jnp.full(2, t, jnp.int32), jnp.zeros(2, jnp.int32))
+    owner = jnp.asarray(go_scoring.black_ownership(WALL), jnp.float32)
+    final = (jnp.stack([owner, -owner])[None].repeat(2, 0), jnp.float32([[1.5, -1.5]] * 2))  # player 0 has Black
+    buf = replay.resolve(buf, jnp.bool_([True, False]), jnp.zeros(2, jnp.int32), jnp.float32([[1, -1]] * 2), final)
+    assert buf.done.tolist() == [True, False, True, False]
+    np.testing.assert_array_equal(buf.ownership[0], owner)  # row 0: game 0, player 0 (Black)
+    np.testing.assert_array_equal(buf.ownership[2], -owner)  # row 2: game 0, player 1 (White)
+    assert buf.score.tolist() == [1.5, 0.0, -1.5, 0.0] and buf.ownership.dtype == jnp.int8
+    assert not buf.ownership[1].any()  # game 1's rows wait for its end
+    batch = replay.sample(buf, jax.random.key(0), 8)
+    assert set(np.asarray(batch.score).tolist()) <= {1.5, -1.5}  # only done rows are drawn
+
+
+def test_symmetries_move_ownership_with_the_board():
+    state = go_state(WALL, 0, jax.random.key(0))  # Black to move: +1 on columns 0-4
+    n = 32
+    batch = replay.Batch(
+        observation=jnp.repeat(state.observation[None], n, 0),
+        policy=jnp.zeros((n, N * N + 1)),
+        legal=jnp.ones((n, N * N + 1), jnp.bool_),
+        outcome=jnp.ones(n),
+        ownership=jnp.repeat(jnp.asarray(go_scoring.black_ownership(WALL), jnp.float32)[None], n, 0),
+        score=jnp.full(n, 1.5),
+    )
+    out = replay.augment(batch, jax.random.key(1), GO)
+    own, obs = np.asarray(out.ownership).reshape(n, N, N), np.asarray(out.observation)
+    # The mover's stones (plane 0) stay on points it owns, the opponent's (plane 1) on points it does not, whatever
+    # symmetry moved the walls; a wall turned horizontal (e.g. the transpose) fails this unless ownership turned too.
+    assert (own[obs[..., 0]] == 1).all() and (own[obs[..., 1]] == -1).all()
+    assert ((own == 1).sum(axis=(1, 2)) == 45).all() and (out.score == 1.5).all()
+    assert not (own == own[:1, :, :]).all()  # some symmetry did move the board
+
+
+def _config(*extra: str) -> config_lib.Config:
+    return config_lib.override(
+        config_lib.preset(GO, "small"),
+        [
+            *TINY_NETWORK,
+            "selfplay_steps=2",
+            "replay_capacity=32",
+            "min_replay_size=16",
+            "learning_rates=0.05",
+            "lr_boundaries=",
+            "train_ratio=1",
+            "eval_every=0",
+            *extra,
+        ],
+    ).validate()
+
+
+def _networks():
+    plain = networks.make_network(_config(), ENV.num_actions)
+    aux = networks.make_network(_config("aux_ownership_weight=1.5", "aux_score_weight=1"), ENV.num_actions)
+    return plain, aux
+
+
+@pytest.fixture(scope="module")
+def fixed_batch():
+    """16 positions: 8 random 9×9 boards (each point Black, White, empty with odds 1 : 1 : 7) seen by Black and by
+    White, with their final targets."""
+    rng = np.random.default_rng(0)
+    states, owners, margins = [], [], []
+    for _ in range(8):
+        points = board(["".join(rng.choice(list("XO......."), N)) for _ in range(N)])
+        for colour in (0, 1):
+            state = go_state(points, colour, jax.random.key(0))  # step_count 0: Black to move, 1: White
+            ownership, margin = go_scoring.final_targets(state)
+            states.append(state.observation)
+            owners.append(ownership[state.current_player])
+            margins.append(margin[state.current_player])
+    legal = jnp.ones((16, N * N + 1), jnp.bool_)
+    return replay.Batch(
+        observation=jnp.stack(states),
+        policy=legal / legal.sum(-1, keepdims=True),
+        legal=legal,
+        outcome=jnp.sign(jnp.stack(margins)),
+        ownership=jnp.stack(owners),
+        score=jnp.stack(margins),
+    )
+
+
+def test_with_weights_zero_the_network_and_loss_are_unchanged(fixed_batch):
+    plain, aux = _networks()
+    obs = fixed_batch.observation.astype(jnp.float32)
+    init = lambda net: jax.jit(lambda key: net.init(key, obs, train=False))(jax.random.key(0))
+    plain_vars, aux_vars = init(plain), init(aux)
+    # the heads are the only new parameters: a 1×1 conv from 8 channels (8 + 1 bias) and one unit on 8 hidden (8 + 1)
+    assert set(aux_vars["params"]) - set(plain_vars["params"]) == {"ownership_head", "score_head"}
+    assert (
+        aux_vars["params"]["ownership_head"]["kernel"].size == 8 and aux_vars["params"]["score_head"]["bias"].size == 1
+    )
+    shared = {k: v for k, v in aux_vars["params"].items() if k in plain_vars["params"]}
+    jax.tree.map(np.testing.assert_array_equal, shared, plain_vars["params"])  # same names, same initial values
+    # The default config builds no head and keeps no targets in the buffer (shapes only: nothing runs).
+    assert not (plain.ownership_head or plain.score_head)
+    setup = iteration_lib.make_setup(_config())
+    buffer = jax.eval_shape(lambda: iteration_lib.init_state(setup, 0)).replay
+    assert buffer.ownership is None and buffer.score is None
+    loss = jax.jit(learner.loss_fn, static_argnums=(2, 4, 5, 6))
+    plain_apply, aux_apply = learner.learning_apply(plain), learner.learning_apply(aux, aux=True)
+    base, (_, base_metrics) = loss(plain_vars["params"], plain_vars["batch_stats"], plain_apply, fixed_batch, 0.0, 0, 0)
+    assert set(base_metrics) == {"loss", "policy_loss", "value_loss", "l2"}
+    # The aux network with the weights at 0 (and c = 0: its heads' parameters would add to c‖θ‖²): the same loss, bit
+    # for bit, and the same metrics.
+    same, (_, same_metrics) = loss(aux_vars["params"], aux_vars["batch_stats"], aux_apply, fixed_batch, 0.0, 0, 0)
+    assert float(same) == float(base) and same_metrics.keys() == base_metrics.keys()
+    on, (_, metrics) = loss(aux_vars["params"], aux_vars["batch_stats"], aux_apply, fixed_batch, 0.0, 1.5, 2.0)
+    assert float(on) == pytest.approx(float(base) + 1.5 * metrics["ownership_loss"] + 2.0 * metrics["score_loss"])
+    # untrained: ô = 0 everywhere would give exactly log 2 = 0.693 per point; these initial weights give 0.94
+    assert 0.5 < float(metrics["ownership_loss"]) < 1.0
+
+
+def test_gradient_steps_reduce_the_aux_losses_on_a_fixed_batch(fixed_batch):
+    _, aux = _networks()
+    obs = fixed_batch.observation.astype(jnp.float32)
+    variables = jax.jit(lambda key: aux.init(key, obs, train=False))(jax.random.key(0))
+    optimizer = learner.make_optimizer(dataclasses.replace(_config(), learning_rates=(0.05,), lr_boundaries=()))
+    step = jax.jit(
+        lambda p, s, o: learner.train_step(
+            p,
+            s,
+            o,
+            fixed_batch,
+            apply_fn=learner.learning_apply(aux, aux=True),
+            optimizer=optimizer,
+            weight_decay=1e-4,
+            axis_name=None,
+            ownership_weight=1.5,
+            score_weight=1.0,
+        )
+    )
+    params, stats, opt = variables["params"], variables["batch_stats"], optimizer.init(variables["params"])
+    history = []
+    for _ in range(40):
+        params, stats, opt, metrics = step(params, stats, opt)
+        history.append((float(metrics["ownership_loss"]), float(metrics["score_loss"])))
+    # Many points of these scattered boards reach both colours (targets o = 0, 79.6% of them), where the cross-entropy
+    # cannot go below log 2: its floor is 0.796 · 0.693 = 0.552. Measured: 0.936 → 0.636 (the excess over the floor
+    # 0.384 → 0.084), and the score's squared error 0.355 → 0.005.
+    floor = float((fixed_batch.ownership == 0).mean()) * np.log(2)
+    (own0, score0), (own1, score1) = history[0], history[-1]
+    assert own1 - floor < 0.35 * (own0 - floor) and score1 < 0.1 * score0
+
+
+def test_one_iteration_scores_finished_games_for_each_mover():
+    """A real training iteration (2 devices) from 8 games two plies before pgx's cap of 162: Black moves, White
+    moves, every game is scored, and its two positions are resolved and trained on with the auxiliary losses."""
+    config = _config("aux_ownership_weight=1.5", "aux_score_weight=1", "batch_size=16")
+    trainer = Trainer(config, make_mesh())
+    state = trainer.init_state()
+    assert state.replay.ownership.shape == (32, 81) and state.replay.score.shape == (32,)
+    near_end = jax.vmap(lambda key: go_state(WALL, 160, key))(jax.random.split(jax.random.key(5), 8))
+    games = state.games.replace(env=jax.device_put(near_end, trainer.shardings.games))
+    state, metrics = trainer.iterate(state.replace(games=games))
+    metrics = jax.tree.map(float, metrics)
+    assert metrics["selfplay/games_finished"] == 8 and metrics["train/steps"] > 0
+    assert 0 < metrics["train/ownership_loss"] < 2 and 0 <= metrics["train/score_loss"] < 10
+    buf = jax.tree.map(np.asarray, state.replay)
+    assert buf.done.sum() == 16  # 8 games × 2 positions
+    # Each device holds 4 games in rows 16d + (4t + b) for ply t, local game b: rows 0-3 Black's, 4-7 White's.
+    rows = np.arange(32).reshape(2, 4, 4)  # [device, ply, game]
+    black, white = rows[:, 0].ravel(), rows[:, 1].ravel()
+    assert not buf.observation[black, 0, 0, 16].any() and buf.observation[white, 0, 0, 16].all()  # pgx's colour plane
+    np.testing.assert_array_equal(buf.ownership[white], -buf.ownership[black])  # the same final board, flipped
+    np.testing.assert_array_equal(buf.score[white], -buf.score[black])
+    # Black's margin is its ownership summed minus komi, and its sign is the game's result for Black (z).
+    np.testing.assert_array_equal(buf.score[black], buf.ownership[black].sum(axis=1) - 7.5)
+    np.testing.assert_array_equal(np.sign(buf.score[black]), buf.outcome[black])
+    # From WALL (Black +1.5) two moves change few points: Black's own wall stays Black's in every game.
+    assert (buf.ownership[black].reshape(8, 9, 9)[:, :, 4] == 1).all()
+
+
+@pytest.mark.parametrize(
+    ("game", "assignments", "message"),
+    [
+        ("connect_four", ["aux_ownership_weight=1.5"], "aux_ownership_weight needs a game that defines the final"),
+        ("tic_tac_toe", ["aux_score_weight=1"], "tic_tac_toe does not (games that do: go_9x9, go_19x19)"),
+        (GO, ["aux_score_weight=-1"], "aux_score_weight must be >= 0, got -1.0"),
+        (GO, ["aux_ownership_weight=nan"], "aux_ownership_weight must be a finite number"),
+        (GO, ["aux_ownership_weight=1.5", "resign=true"], "does not combine with resign"),
+        (GO, ["aux_ownership_weight=1.5", "variant=alphago_zero"], "does not combine with resign"),
+    ],
+)
+def test_config_errors_are_one_line(game, assignments, message):
+    with pytest.raises(config_lib.ConfigError, match=re.escape(message)) as error:
+        config_lib.override(config_lib.preset(game, "small"), assignments).validate()
+    assert "\n" not in str(error.value)
+
+
+def test_aux_keys_are_off_by_default_and_on_for_go():
+    assert not config_lib.Config().aux_targets  # every preset inherits 0.0: the papers' network and loss
+    on = config_lib.override(config_lib.preset(GO, "small"), ["aux_ownership_weight=1.5"]).validate()
+    assert on.aux_targets and on.aux_score_weight == 0.0
