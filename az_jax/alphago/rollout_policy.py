@@ -54,6 +54,7 @@ import os
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from typing import Any
 
 import chex
@@ -148,7 +149,21 @@ def _diamond_tables(n: int) -> dict[str, np.ndarray]:
     return {"place": place, "neighbour_place": neighbour_place}
 
 
-def _encode_one(board: jax.Array, turns_since: jax.Array, ko: jax.Array, n: int) -> Encoded:
+def diamond_code(around: jax.Array, c: jax.Array) -> jax.Array:
+    """[..., 12] point states of a diamond (DIAMOND order) and a uint32 `c` -> [...] uint32: the states as 3-bit digits,
+    points 0..5 in one word and 6..11 in another, hashed with `c` (`_mix`)."""
+    around = around.astype(jnp.uint32)
+    shifts = 3 * jnp.arange(6, dtype=jnp.uint32)
+    a = (around[..., :6] << shifts).sum(-1, dtype=jnp.uint32)
+    b = (around[..., 6:] << shifts).sum(-1, dtype=jnp.uint32)
+    return _mix(a, b, c)
+
+
+def encode_parts(
+    board: jax.Array, turns_since: jax.Array, ko: jax.Array, n: int
+) -> tuple[Encoded, dict[str, jax.Array], jax.Array]:
+    """One position's raw features, with what they were computed from: features.py's move features (chains,
+    liberties, the result of a move at each point) and the point states [P], for feature sets that extend p_π's."""
     p = n * n
     board = board.astype(jnp.int8)
     moves = _move_features(board, ko.astype(jnp.int32), n)
@@ -172,35 +187,41 @@ def _encode_one(board: jax.Array, turns_since: jax.Array, ko: jax.Array, n: int)
     neighbour = jnp.where(has_last & near, neighbour, -1).astype(jnp.int8)
     place = jnp.asarray(t["place"])[jnp.clip(dr + 2, 0, 4), jnp.clip(dc + 2, 0, 4)]
     in_diamond = has_last & (jnp.abs(dr) + jnp.abs(dc) <= 2) & (place >= 0)
-    # the diamond's states, 3 bits each: points 0..5 in a, 6..11 in b
+    # the diamond's states around the previous move, hashed with its liberty bucket and the point's place
     padded = jnp.pad(states.reshape(n, n), 2, constant_values=OFF_BOARD)
     pr, pc = prev // n + 2, prev % n + 2
-    around = jnp.stack([padded[pr + r, pc + c] for r, c in DIAMOND]).astype(jnp.uint32)  # [12]
-    shifts = 3 * jnp.arange(6, dtype=jnp.uint32)
-    a = (around[:6] << shifts).sum(dtype=jnp.uint32)
-    b = (around[6:] << shifts).sum(dtype=jnp.uint32)
+    around = jnp.stack([padded[pr + r, pc + c] for r, c in DIAMOND])  # [12]
     centre = jnp.clip(moves["liberties"][prev], 1, 3).astype(jnp.uint32)
     c = centre | (jnp.maximum(place, 0).astype(jnp.uint32) << 2)  # [P]
-    response_code = _mix(a, b, c)
-    return Encoded(
+    encoded = Encoded(
         legal=legal,
         save_atari=save_atari,
         neighbour=neighbour,
         in_diamond=in_diamond,
-        response_code=response_code,
+        response_code=diamond_code(around, c),
         pattern_code=pattern_codes(states, n),
     )
+    return encoded, moves, states
 
 
-def encode(position: Position) -> Encoded:
-    """The raw features of every point of `position` (leading dims [...]), before the vocabulary lookup."""
+def _encode_one(board: jax.Array, turns_since: jax.Array, ko: jax.Array, n: int) -> Encoded:
+    return encode_parts(board, turns_since, ko, n)[0]
+
+
+def batched(encode_one: Callable[[jax.Array, jax.Array, jax.Array, int], Any], position: Position) -> Any:
+    """`encode_one(board [P], turns_since [P], ko [], n)` over the leading dims [...] of `position`."""
     n = position.size
     lead = position.board.shape[:-1]
     board = position.board.reshape(-1, n * n)
     turns = position.turns_since.reshape(-1, n * n)
     ko = jnp.asarray(position.ko).reshape(-1)
-    out = jax.vmap(lambda b, t, k: _encode_one(b, t, k, n))(board, turns, ko)
+    out = jax.vmap(lambda b, t, k: encode_one(b, t, k, n))(board, turns, ko)
     return jax.tree.map(lambda x: x.reshape((*lead, *x.shape[1:])), out)
+
+
+def encode(position: Position) -> Encoded:
+    """The raw features of every point of `position` (leading dims [...]), before the vocabulary lookup."""
+    return batched(_encode_one, position)
 
 
 # --- vocabularies and logits --------------------------------------------------------------------------------------
@@ -253,22 +274,61 @@ def indices(policy: RolloutPolicy, encoded: Encoded) -> Indices:
     )
 
 
+def active(idx: Indices) -> jax.Array:
+    """[..., P, 5] int32: each point's active features (response, save atari, neighbour, response pattern, 3x3
+    pattern) as indices into the weights, -1 where off."""
+    return jnp.concatenate([idx.fixed, idx.response[..., None], idx.pattern[..., None]], -1)
+
+
+def feature_sum(weights: jax.Array, every: jax.Array, legal: jax.Array) -> jax.Array:
+    """w · φ(s, a) from the active features' indices `every` [..., P, F] (-1: off), -inf where not `legal` [..., P]."""
+    w = jnp.where(every >= 0, weights[jnp.maximum(every, 0)], 0.0).sum(-1)
+    return jnp.where(legal, w, -jnp.inf)
+
+
 def _scores(weights: jax.Array, idx: Indices) -> jax.Array:
     """w · φ(s, a) for every point, -inf where illegal."""
-    every = jnp.concatenate([idx.fixed, idx.response[..., None], idx.pattern[..., None]], -1)  # [..., P, 5]
-    w = jnp.where(every >= 0, weights[jnp.maximum(every, 0)], 0.0).sum(-1)
-    return jnp.where(idx.legal, w, -jnp.inf)
+    return feature_sum(weights, active(idx), idx.legal)
 
 
-def logits(policy: RolloutPolicy, position: Position) -> jax.Array:
+def _init(encoded: Encoded, actions: np.ndarray, min_count: int) -> tuple[RolloutPolicy, dict[str, int]]:
+    """p_π with the vocabularies of the expert moves `actions` [M] in `encoded` (numpy [M, P]) and zero weights, and
+    the vocabulary sizes for the training report."""
+    response_vocab, pattern_vocab = vocabularies(encoded, actions, min_count)
+    policy = RolloutPolicy(
+        response_vocabulary=jnp.asarray(response_vocab),
+        pattern_vocabulary=jnp.asarray(pattern_vocab),
+        weights=jnp.zeros(NUM_FIXED + len(response_vocab) + len(pattern_vocab), jnp.float32),
+    )
+    return policy, {"response_patterns": len(response_vocab), "non_response_patterns": len(pattern_vocab)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """A linear softmax policy over binary pattern features, as far as `logits`, `select`, `train`, `accuracy` and
+    `time_per_move` need it: p_π (`ROLLOUT`) here, the tree policy p_τ in tree_policy.py. The policy is a
+    struct.dataclass with a `weights` leaf; hashable, so a static argument of jitted functions."""
+
+    encode: Callable[[Position], Any]  # positions [...] -> raw features [..., P] (no vocabulary)
+    init: Callable[[Any, np.ndarray, int], tuple[Any, dict[str, int]]]  # (encoded, actions, min_count) -> policy
+    indices: Callable[[Any, Any], Any]  # (policy, encoded) -> active features as weight indices
+    scores: Callable[[jax.Array, Any], jax.Array]  # (weights, indices) -> [..., P], -inf where illegal
+
+
+ROLLOUT = Family(encode=encode, init=_init, indices=indices, scores=_scores)
+
+
+def logits(policy: RolloutPolicy, position: Position, family: Family = ROLLOUT) -> jax.Array:
     """[..., N*N] float32: w · φ(s, a) for every point a of `position`, -inf on illegal points. A position with no
     legal point has all -inf (pass)."""
-    return _scores(policy.weights, indices(policy, encode(position)))
+    return family.scores(policy.weights, family.indices(policy, family.encode(position)))
 
 
-def select(policy: RolloutPolicy, position: Position, key: jax.Array, greedy: bool = False) -> jax.Array:
+def select(
+    policy: RolloutPolicy, position: Position, key: jax.Array, greedy: bool = False, family: Family = ROLLOUT
+) -> jax.Array:
     """[...] int32: a move sampled from p_π (or its argmax), N*N (pass) when no point is legal."""
-    scores = logits(policy, position)
+    scores = logits(policy, position, family)
     p = scores.shape[-1]
     move = jnp.argmax(scores, -1) if greedy else jax.random.categorical(key, scores, -1)
     return jnp.where(jnp.isfinite(scores).any(-1), move, p).astype(jnp.int32)
@@ -278,13 +338,13 @@ def select(policy: RolloutPolicy, position: Position, key: jax.Array, greedy: bo
 
 
 @functools.cache
-def _encode_jit():
-    return jax.jit(encode)
+def _jitted(fn: Callable) -> Callable:
+    return jax.jit(fn)
 
 
-def encode_all(positions: Position, chunk: int = 256) -> Encoded:
-    """`encode` over M positions (numpy leaves) in chunks of `chunk`; numpy leaves [M, P]. The last chunk is padded to
-    `chunk` so that only one program is compiled."""
+def encode_all(positions: Position, chunk: int = 256, family: Family = ROLLOUT) -> Any:
+    """`family.encode` over M positions (numpy leaves) in chunks of `chunk`; numpy leaves [M, P]. The last chunk is
+    padded to `chunk` so that only one program is compiled."""
     m = positions.board.shape[0]
     parts = []
     for start in range(0, m, chunk):
@@ -292,7 +352,7 @@ def encode_all(positions: Position, chunk: int = 256) -> Encoded:
         k = part.board.shape[0]
         if k < chunk:
             part = jax.tree.map(lambda x, k=k: np.concatenate([x, np.repeat(x[-1:], chunk - k, 0)]), part)
-        parts.append(jax.tree.map(lambda x, k=k: np.asarray(x)[:k], jax.device_get(_encode_jit()(part))))
+        parts.append(jax.tree.map(lambda x, k=k: np.asarray(x)[:k], jax.device_get(_jitted(family.encode)(part))))
     return jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
 
 
@@ -305,34 +365,34 @@ def vocabularies(encoded: Encoded, actions: np.ndarray, min_count: int = 1) -> t
     return response, pattern
 
 
-def loss(weights: jax.Array, idx: Indices, actions: jax.Array) -> jax.Array:
-    """Mean negative log-likelihood of the expert moves `actions` [B] (each legal) under p_π."""
-    scores = _scores(weights, idx)
-    log_p = jax.nn.log_softmax(scores, -1)
+def loss(
+    weights: jax.Array, idx: Any, actions: jax.Array, scores: Callable[[jax.Array, Any], jax.Array] = _scores
+) -> jax.Array:
+    """Mean negative log-likelihood of the expert moves `actions` [B] (each legal) under the policy (p_π: `_scores`)."""
+    log_p = jax.nn.log_softmax(scores(weights, idx), -1)
     return -jnp.take_along_axis(log_p, actions[:, None], -1).mean()
 
 
-@jax.jit
-def _sgd_step(weights, idx, actions, learning_rate):
-    value, grad = jax.value_and_grad(loss)(weights, idx, actions)
+@functools.partial(jax.jit, static_argnames="scores")
+def _sgd_step(weights, idx, actions, learning_rate, scores=_scores):
+    value, grad = jax.value_and_grad(loss)(weights, idx, actions, scores)
     return weights - learning_rate * grad, value
 
 
-@jax.jit
-def _correct(policy, encoded, actions):
-    return (jnp.argmax(_scores(policy.weights, indices(policy, encoded)), -1) == actions).sum()
+@functools.partial(jax.jit, static_argnames="family")
+def _correct(policy, encoded, actions, family=ROLLOUT):
+    return (jnp.argmax(family.scores(policy.weights, family.indices(policy, encoded)), -1) == actions).sum()
 
 
-_indices_jit = jax.jit(indices)
-
-
-def accuracy(policy: RolloutPolicy, encoded: Encoded, actions: np.ndarray, chunk: int = 1024) -> float:
-    """Share of positions where the argmax of p_π is the expert's move (encoded: numpy [M, P])."""
+def accuracy(
+    policy: RolloutPolicy, encoded: Any, actions: np.ndarray, chunk: int = 1024, family: Family = ROLLOUT
+) -> float:
+    """Share of positions where the argmax of the policy is the expert's move (encoded: numpy [M, P])."""
     m = actions.shape[0]
     correct = 0
     for start in range(0, m, chunk):
         part = jax.tree.map(lambda x, s=start: x[s : s + chunk], encoded)
-        correct += int(_correct(policy, part, actions[start : start + chunk]))
+        correct += int(_correct(policy, part, actions[start : start + chunk], family))
     return correct / max(m, 1)
 
 
@@ -348,10 +408,11 @@ class TrainConfig:
 
 
 def train(
-    train_positions: Positions, test_positions: Positions, config: TrainConfig = TrainConfig()
-) -> tuple[RolloutPolicy, dict[str, Any]]:
+    train_positions: Positions, test_positions: Positions, config: TrainConfig = TrainConfig(), family: Family = ROLLOUT
+) -> tuple[Any, dict[str, Any]]:
     """Vocabularies from `train_positions`' expert moves, then SGD on the log-likelihood of those moves (weights from
-    0). The report: positions used, vocabulary sizes, final training loss, train and held-out accuracy, seconds."""
+    0). The report: positions used, vocabulary sizes, final training loss, train and held-out accuracy, seconds.
+    `family`: p_π (the default) or another feature set, e.g. tree_policy.TREE."""
     rng = np.random.default_rng(config.seed)
 
     def subsample(positions: Positions, limit: int) -> Positions:
@@ -361,16 +422,11 @@ def train(
 
     train_set, test_set = subsample(train_positions, config.max_train), subsample(test_positions, config.max_test)
     start = time.perf_counter()
-    train_enc = encode_all(train_set.position)
-    test_enc = encode_all(test_set.position)
+    train_enc = encode_all(train_set.position, family=family)
+    test_enc = encode_all(test_set.position, family=family)
     encoded_at = time.perf_counter()
-    response_vocab, pattern_vocab = vocabularies(train_enc, train_set.action, config.min_count)
-    policy = RolloutPolicy(
-        response_vocabulary=jnp.asarray(response_vocab),
-        pattern_vocabulary=jnp.asarray(pattern_vocab),
-        weights=jnp.zeros(NUM_FIXED + len(response_vocab) + len(pattern_vocab), jnp.float32),
-    )
-    train_idx = jax.device_get(_indices_jit(policy, train_enc))
+    policy, sizes = family.init(train_enc, train_set.action, config.min_count)
+    train_idx = jax.device_get(_jitted(family.indices)(policy, train_enc))
     m = len(train_set)
     weights = policy.weights
     losses = []
@@ -378,23 +434,22 @@ def train(
     for _ in range(config.steps):
         batch = rng.integers(0, m, min(config.batch_size, m))
         idx = jax.tree.map(lambda x, b=batch: x[b], train_idx)
-        weights, value = _sgd_step(weights, idx, jnp.asarray(train_set.action[batch]), lr)
+        weights, value = _sgd_step(weights, idx, jnp.asarray(train_set.action[batch]), lr, scores=family.scores)
         losses.append(value)
-    policy = RolloutPolicy(policy.response_vocabulary, policy.pattern_vocabulary, weights)
+    policy = policy.replace(weights=weights)
     trained_at = time.perf_counter()
     tail = [float(v) for v in losses[-min(50, len(losses)) :]]
     report = {
         "train_positions": m,
         "test_positions": len(test_set),
-        "response_patterns": len(response_vocab),
-        "non_response_patterns": len(pattern_vocab),
+        **sizes,
         "num_features": policy.num_features,
         "steps": config.steps,
         "batch_size": config.batch_size,
         "learning_rate": config.learning_rate,
         "final_loss": round(sum(tail) / max(len(tail), 1), 4),
-        "train_accuracy": round(accuracy(policy, train_enc, train_set.action), 4),
-        "test_accuracy": round(accuracy(policy, test_enc, test_set.action), 4),
+        "train_accuracy": round(accuracy(policy, train_enc, train_set.action, family=family), 4),
+        "test_accuracy": round(accuracy(policy, test_enc, test_set.action, family=family), 4),
         "seconds_encoding": round(encoded_at - start, 1),
         "seconds_training": round(trained_at - encoded_at, 1),
     }
@@ -404,12 +459,14 @@ def train(
 # --- speed --------------------------------------------------------------------------------------------------------
 
 
-def time_per_move(policy: RolloutPolicy, positions: Position, batch_size: int, repeats: int = 20) -> dict[str, Any]:
+def time_per_move(
+    policy: RolloutPolicy, positions: Position, batch_size: int, repeats: int = 20, family: Family = ROLLOUT
+) -> dict[str, Any]:
     """Seconds per move selection (features, logits and a sample) for `batch_size` positions at once (the first
     `batch_size` of `positions`, numpy leaves [M, P]), jitted, after a warm-up: the batch's time and µs per position
     (batch time / batch size), to set beside the paper's 2 µs per move on one CPU thread."""
     batch = jax.tree.map(lambda x: jnp.asarray(x[:batch_size]), positions)
-    fn = jax.jit(select)
+    fn = jax.jit(functools.partial(select, family=family))
     key = jax.random.key(0)
     keys = jax.random.split(key, repeats + 1)
     jax.block_until_ready(fn(policy, batch, keys[0]))
@@ -429,20 +486,14 @@ class RolloutPolicyError(Exception):
     """A rollout-policy file that is missing, damaged or not one (one-line message)."""
 
 
-def save(path: str | os.PathLike, policy: RolloutPolicy, report: dict | None = None) -> None:
-    """Writes the policy (and the training report, as JSON text) to an .npz, atomically; never a pickle."""
+def save_arrays(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
+    """Writes `arrays` to an .npz at `path` atomically (a temporary file renamed over it); never a pickle."""
     path = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     handle, temp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".npz.tmp")
     try:
         with os.fdopen(handle, "wb") as f:
-            np.savez(
-                f,
-                response_vocabulary=np.asarray(policy.response_vocabulary),
-                pattern_vocabulary=np.asarray(policy.pattern_vocabulary),
-                weights=np.asarray(policy.weights),
-                report=np.asarray(json.dumps(report or {}, default=str)),
-            )
+            np.savez(f, allow_pickle=False, **arrays)
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -450,9 +501,25 @@ def save(path: str | os.PathLike, policy: RolloutPolicy, report: dict | None = N
         raise
 
 
+def save(path: str | os.PathLike, policy: RolloutPolicy, report: dict | None = None) -> None:
+    """Writes the policy (and the training report, as JSON text) to an .npz, atomically; never a pickle."""
+    save_arrays(
+        path,
+        {
+            "response_vocabulary": np.asarray(policy.response_vocabulary),
+            "pattern_vocabulary": np.asarray(policy.pattern_vocabulary),
+            "weights": np.asarray(policy.weights),
+            "report": np.asarray(json.dumps(report or {}, default=str)),
+        },
+    )
+
+
 def load(path: str | os.PathLike) -> RolloutPolicy:
     try:
         with np.load(path, allow_pickle=False) as f:
+            # a p_π file has no `kind`; other pattern policies (tree_policy.py's p_τ) name theirs
+            if "kind" in f.files:
+                raise RolloutPolicyError(f"{path} is a {f['kind']} file, not a rollout policy (p_pi) file")
             policy = RolloutPolicy(
                 response_vocabulary=jnp.asarray(f["response_vocabulary"]),
                 pattern_vocabulary=jnp.asarray(f["pattern_vocabulary"]),
