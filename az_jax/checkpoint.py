@@ -24,6 +24,7 @@ import orbax.checkpoint as ocp
 
 from az_jax import config as config_lib
 from az_jax.gating import BestPlayer
+from az_jax.replay import ReplayBuffer
 
 
 class CheckpointError(RuntimeError):
@@ -55,13 +56,23 @@ def _split(state):
     train = {
         "opt_state": state.opt_state,
         "games": state.games,
-        "replay": state.replay,
+        "replay": _replay_item(state.replay),
         "key": state.key,
         "iteration": state.iteration,
     }
     # present only when their switch is on, so an alphazero checkpoint has exactly the items it always had
     train.update({k: getattr(state, k) for k in ("best", "resign") if getattr(state, k) is not None})
     return model, train
+
+
+# Replay fields added after checkpoints existed: saved only when their switch is on (not None), so a checkpoint of a
+# run without them has exactly the train item it had before them, and older checkpoints restore.
+_LATER_REPLAY_FIELDS = ("ownership", "score")
+
+
+def _replay_item(replay: ReplayBuffer) -> dict:
+    fields = {f.name: getattr(replay, f.name) for f in dataclasses.fields(replay)}
+    return {k: v for k, v in fields.items() if v is not None or k not in _LATER_REPLAY_FIELDS}
 
 
 def save(manager: ocp.CheckpointManager, state, config: config_lib.Config) -> int:
@@ -195,6 +206,7 @@ def restore(manager: ocp.CheckpointManager, step: int, abstract_state, config: c
     _check_finite(
         manager, step, "its optimizer state or best player", {k: t[k] for k in ("opt_state", "best") if k in t}
     )
+    t["replay"] = ReplayBuffer(**t["replay"])
     return abstract_state.replace(params=m["params"], batch_stats=m["batch_stats"], **t)
 
 

@@ -6,6 +6,7 @@ weights at 0 nothing changes."""
 import dataclasses
 import re
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from pgx._src.games import go as pgx_go
 
 import envs
+from az_jax import checkpoint as ckpt
 from az_jax import config as config_lib
 from az_jax import iteration as iteration_lib
 from az_jax import learner, networks, replay
@@ -248,7 +250,7 @@ def test_gradient_steps_reduce_the_aux_losses_on_a_fixed_batch(fixed_batch):
     assert own1 - floor < 0.35 * (own0 - floor) and score1 < 0.1 * score0
 
 
-def test_one_iteration_scores_finished_games_for_each_mover():
+def test_one_iteration_scores_finished_games_for_each_mover(tmp_path):
     """A real training iteration (2 devices) from 8 games two plies before pgx's cap of 162: Black moves, White
     moves, every game is scored, and its two positions are resolved and trained on with the auxiliary losses."""
     config = _config("aux_ownership_weight=1.5", "aux_score_weight=1", "batch_size=16")
@@ -274,6 +276,13 @@ def test_one_iteration_scores_finished_games_for_each_mover():
     np.testing.assert_array_equal(np.sign(buf.score[black]), buf.outcome[black])
     # From WALL (Black +1.5) two moves change few points: Black's own wall stays Black's in every game.
     assert (buf.ownership[black].reshape(8, 9, 9)[:, :, 4] == 1).all()
+
+    # A checkpoint keeps the targets: saved and restored, the buffer is the same, ownership and score included.
+    manager = ckpt.make_manager(str(tmp_path / "run"))
+    ckpt.save(manager, state, config)
+    manager.wait_until_finished()
+    restored = ckpt.restore(manager, int(state.iteration), trainer.abstract_state(), config)
+    chex.assert_trees_all_equal(jax.device_get(restored.replay), jax.device_get(state.replay))
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,10 @@ damaged checkpoint without moving anything. An agent of a gated run plays its be
 weights. A run dir whose config.json cannot be read is one error.
 """
 
+import ast
 import dataclasses
 import hashlib
+import json
 import os
 import shutil
 
@@ -249,3 +251,15 @@ def test_unreadable_config_json_is_one_error(tmp_path, content):
         path.write_bytes(content)
     with pytest.raises(ckpt.CheckpointError, match=r"config\.json cannot be read as an az_jax config \(\w+Error\)$"):
         prepare_run_dir(CONFIG, str(tmp_path))
+
+
+def test_the_replay_buffer_is_saved_with_the_fields_it_always_had(trained):
+    """Fields added to the replay buffer later (the auxiliary targets) are saved only when their switch is on: a run
+    without them writes exactly the train item of earlier versions, so their checkpoints keep restoring (a train item
+    whose tree has other keys does not restore)."""
+    with open(os.path.join(ckpt.checkpoint_dir(trained.run_dir), "4", "train", "_METADATA")) as f:
+        paths = [ast.literal_eval(k) for k in json.load(f)["tree_metadata"]]
+    replay = {path[1] for path in paths if path[0] == "replay"}
+    assert replay == {
+        "observation", "policy", "legal", "player", "slot", "episode", "outcome", "pending", "done", "search_value"
+    }  # fmt: skip
