@@ -36,6 +36,12 @@ least `min_count` times (the paper: 32,207 response and 69,338 non-response patt
 features are binary and mostly one per group, the logit of a is a sum of at most 5 gathered weights, never a dense
 φ(s, a).
 
+Sharing with the tree policy p_τ (tree_policy.py, "p_π's features and more"): `encode_parts` hands out what the features
+were computed from, `batched`, `diamond_code`, `active` and `feature_sum` build any feature set, and `Family` bundles
+a feature set's encode / vocabularies / indices / scores, so that `logits`, `select`, `encode_all`, `train`,
+`accuracy` and `time_per_move` serve both (`family=ROLLOUT`, p_π, by default). A p_π file has no `kind` entry; a file
+that has one (a p_τ file) is refused by `load`.
+
 Simplifications against the paper: patterns are not made invariant under the 8 board symmetries (the paper does not
 say whether its are); save atari does not count captures of opponent stones elsewhere that free the chain; the
 features are recomputed from the whole board at each move (chain labels by label propagation, features.py), where the
@@ -55,7 +61,7 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import chex
 import jax
@@ -303,6 +309,14 @@ def _init(encoded: Encoded, actions: np.ndarray, min_count: int) -> tuple[Rollou
     return policy, {"response_patterns": len(response_vocab), "non_response_patterns": len(pattern_vocab)}
 
 
+class PatternPolicy(Protocol):
+    """What the shared functions below read of a policy (RolloutPolicy, tree_policy.TreePolicy): its weights; the
+    rest (vocabularies) only its family's `indices` reads."""
+
+    @property
+    def weights(self) -> jax.Array: ...
+
+
 @dataclasses.dataclass(frozen=True)
 class Family:
     """A linear softmax policy over binary pattern features, as far as `logits`, `select`, `train`, `accuracy` and
@@ -318,14 +332,14 @@ class Family:
 ROLLOUT = Family(encode=encode, init=_init, indices=indices, scores=_scores)
 
 
-def logits(policy: RolloutPolicy, position: Position, family: Family = ROLLOUT) -> jax.Array:
+def logits(policy: PatternPolicy, position: Position, family: Family = ROLLOUT) -> jax.Array:
     """[..., N*N] float32: w · φ(s, a) for every point a of `position`, -inf on illegal points. A position with no
     legal point has all -inf (pass)."""
     return family.scores(policy.weights, family.indices(policy, family.encode(position)))
 
 
 def select(
-    policy: RolloutPolicy, position: Position, key: jax.Array, greedy: bool = False, family: Family = ROLLOUT
+    policy: PatternPolicy, position: Position, key: jax.Array, greedy: bool = False, family: Family = ROLLOUT
 ) -> jax.Array:
     """[...] int32: a move sampled from p_π (or its argmax), N*N (pass) when no point is legal."""
     scores = logits(policy, position, family)
@@ -385,7 +399,7 @@ def _correct(policy, encoded, actions, family=ROLLOUT):
 
 
 def accuracy(
-    policy: RolloutPolicy, encoded: Any, actions: np.ndarray, chunk: int = 1024, family: Family = ROLLOUT
+    policy: PatternPolicy, encoded: Any, actions: np.ndarray, chunk: int = 1024, family: Family = ROLLOUT
 ) -> float:
     """Share of positions where the argmax of the policy is the expert's move (encoded: numpy [M, P])."""
     m = actions.shape[0]
@@ -460,7 +474,7 @@ def train(
 
 
 def time_per_move(
-    policy: RolloutPolicy, positions: Position, batch_size: int, repeats: int = 20, family: Family = ROLLOUT
+    policy: PatternPolicy, positions: Position, batch_size: int, repeats: int = 20, family: Family = ROLLOUT
 ) -> dict[str, Any]:
     """Seconds per move selection (features, logits and a sample) for `batch_size` positions at once (the first
     `batch_size` of `positions`, numpy leaves [M, P]), jitted, after a warm-up: the batch's time and µs per position
@@ -468,7 +482,8 @@ def time_per_move(
     batch = jax.tree.map(lambda x: jnp.asarray(x[:batch_size]), positions)
     fn = jax.jit(functools.partial(select, family=family))
     key = jax.random.key(0)
-    keys = jax.random.split(key, repeats + 1)
+    # the keys sliced before the timer: indexing a key array dispatches (and first compiles) a slice per key
+    keys = jax.block_until_ready(list(jax.random.split(key, repeats + 1)))
     jax.block_until_ready(fn(policy, batch, keys[0]))
     start = time.perf_counter()
     for k in keys[1:]:

@@ -4,6 +4,7 @@
     az-jax alphago data    --size 19|9 [--source DIR ...] [--out FILE]      expert games -> a position data set
     az-jax alphago sl      --data FILE --run-dir DIR [--filters K ...]       the SL policy network p_σ
     az-jax alphago rollout --data FILE --out FILE [--steps N ...]            the rollout policy p_π
+    az-jax alphago tree    --data FILE --out FILE [--steps N ...]            the tree policy p_τ (not searched with)
     az-jax alphago rl      --sl DIR --run-dir DIR [--games N ...]            the RL policy network p_ρ
     az-jax alphago value-data --sl DIR --rl DIR --out FILE --games N         one position per self-play game
     az-jax alphago value   --data FILE --run-dir DIR [--filters K ...]       the value network v_θ
@@ -22,7 +23,7 @@ import sys
 
 from az_jax.apps.cli.args import UsageError, bounded_int, path, positive_int
 
-STAGES = ("games", "data", "sl", "rollout", "rl", "value-data", "value", "pipeline")
+STAGES = ("games", "data", "sl", "rollout", "tree", "rl", "value-data", "value", "pipeline")
 
 
 def _positive_float(text: str) -> float:
@@ -74,15 +75,22 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     sl.add_argument("--eval-every", type=positive_int, default=None)
     sl.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=None)
 
-    rollout = stages.add_parser("rollout", help="train the linear rollout policy p_pi; accuracy and time per move")
-    rollout.add_argument("--data", type=path, required=True, metavar="FILE", help="a data set of `az-jax alphago data`")
-    rollout.add_argument("--out", type=path, required=True, metavar="FILE", help="the policy (.npz)")
-    rollout.add_argument("--steps", type=positive_int, default=6000)
-    rollout.add_argument("--batch-size", type=bounded_int(1, 65536), default=256)
-    rollout.add_argument("--learning-rate", type=_positive_float, default=2.0)
-    rollout.add_argument("--min-count", type=bounded_int(1, 10**9), default=2, help="a pattern's least occurrences")
-    rollout.add_argument("--max-train", type=bounded_int(0, 10**9), default=0, help="subsample (0: all positions)")
-    rollout.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=0)
+    # p_π and p_τ (tree_policy.py: p_π's features and more) train and report alike
+    for name, help_text in (
+        ("rollout", "train the linear rollout policy p_pi; accuracy and time per move"),
+        ("tree", "train the linear tree policy p_tau (p_pi's features and more); accuracy and time per move"),
+    ):
+        pattern = stages.add_parser(name, help=help_text)
+        pattern.add_argument(
+            "--data", type=path, required=True, metavar="FILE", help="a data set of `az-jax alphago data`"
+        )
+        pattern.add_argument("--out", type=path, required=True, metavar="FILE", help="the policy (.npz)")
+        pattern.add_argument("--steps", type=positive_int, default=6000)
+        pattern.add_argument("--batch-size", type=bounded_int(1, 65536), default=256)
+        pattern.add_argument("--learning-rate", type=_positive_float, default=2.0)
+        pattern.add_argument("--min-count", type=bounded_int(1, 10**9), default=2, help="a pattern's least occurrences")
+        pattern.add_argument("--max-train", type=bounded_int(0, 10**9), default=0, help="subsample (0: all positions)")
+        pattern.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=0)
 
     rl = stages.add_parser("rl", help="train the RL policy network p_rho by REINFORCE against a pool (resumes)")
     rl.add_argument("--sl", type=path, required=True, metavar="DIR[@STEP]", help="the SL run p_rho starts from")
@@ -169,6 +177,7 @@ def run(args) -> int:
         reinforce,
         rollout_policy,
         supervised,
+        tree_policy,
         value_data,
         value_training,
     )
@@ -212,7 +221,7 @@ def run(args) -> int:
                 file=sys.stderr,
             )
             _report(supervised.train(config, train, test, args.run_dir, data_path=args.data, log=_report))
-        elif args.stage == "rollout":
+        elif args.stage in ("rollout", "tree"):
             train, test = dataset.load_split(args.data)
             rollout_config = rollout_policy.TrainConfig(
                 steps=args.steps,
@@ -222,11 +231,18 @@ def run(args) -> int:
                 max_train=args.max_train,
                 seed=args.seed,
             )
-            policy, report = rollout_policy.train(train, test, rollout_config)
+            # p_τ is p_π's training and timing on more features (tree_policy.TREE)
+            family, save = (
+                (tree_policy.TREE, tree_policy.save)
+                if args.stage == "tree"
+                else (rollout_policy.ROLLOUT, rollout_policy.save)
+            )
+            policy, report = rollout_policy.train(train, test, rollout_config, family)
             report["time_per_move"] = [
-                rollout_policy.time_per_move(policy, test.position, b, repeats=200 if b == 1 else 20) for b in (1, 256)
+                rollout_policy.time_per_move(policy, test.position, b, repeats=200 if b == 1 else 20, family=family)
+                for b in (1, 256)
             ]
-            rollout_policy.save(args.out, policy, report)
+            save(args.out, policy, report)
             _report(report)
         elif args.stage == "rl":
             sl_dir, sl_step = _run_and_step(args.sl)
@@ -284,6 +300,7 @@ def run(args) -> int:
         dataset.DatasetError,
         supervised.SLError,
         rollout_policy.RolloutPolicyError,
+        tree_policy.TreePolicyError,
         value_data.ValueDataError,
         value_training.ValueRunError,
         pipeline.PipelineError,
