@@ -20,7 +20,7 @@ import dataclasses
 import os
 from typing import Any
 
-from az_jax.alphago import reinforce, rollout_policy, supervised, value_training
+from az_jax.alphago import presets, reinforce, rollout_policy, supervised, value_training
 from az_jax.alphago.supervised import SLConfig
 from az_jax.alphago.value_training import ValueConfig
 
@@ -34,6 +34,18 @@ class AgentError(Exception):
 def part(directory: str, name: str) -> str:
     """The path of one stage's output (a key of LAYOUT) in an agent directory."""
     return os.path.join(directory, LAYOUT[name])
+
+
+def is_agent_directory(directory: str) -> bool:
+    """Whether `directory` is meant as an AlphaGo agent directory rather than an AlphaZero run (az_jax/agent.py), for
+    commands that take either (`az-jax play`): it holds one of the parts of LAYOUT or a preset.json, and neither the
+    checkpoints/ nor the config.json of a run. Looks at names only: `load` says what is missing or unreadable."""
+    if not os.path.isdir(directory):
+        return False
+    if any(os.path.exists(os.path.join(directory, name)) for name in ("checkpoints", "config.json")):
+        return False
+    names = [*LAYOUT.values(), presets.PRESET_FILE]
+    return any(os.path.exists(os.path.join(directory, name)) for name in names)
 
 
 @dataclasses.dataclass(frozen=True)

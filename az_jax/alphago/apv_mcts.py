@@ -6,6 +6,7 @@ Extended Data Table 5), batched across games in JAX on mctx's tree.
     out = search(config, nets, states, key)          # mctx.PolicyOutput for pgx Go states [B, ...]
     actions = apv_actions(config, nets, states, key) # [B] the most visited root action
     apply = make_apply(config, sl_config, value_config)   # az_jax/evaluation/players.py's JaxPlayer.apply
+    search_fn = make_search(config, sl_config, value_config)  # the same search, its whole mctx.PolicyOutput
 
 The paper's search, and what this module does with each part:
 
@@ -370,11 +371,14 @@ class ValueShape(Protocol):
 
 
 @functools.cache
-def make_apply(config: APVConfig, policy_config: PolicyShape, value_config: ValueShape | None = None):
-    """`apply(variables, states [B, ...], key) -> actions [B]` for az_jax/evaluation/players.py's JaxPlayer, with
-    variables = {"policy": p_σ params, "value": v_θ params or None, "rollout": RolloutPolicy or None}. Cached per
-    configs (hashable), so every checkpoint of the same shapes shares one compiled match. `value_config` may be None
-    only when config.lam == 1."""
+def make_search(config: APVConfig, policy_config: PolicyShape, value_config: ValueShape | None = None):
+    """`search_fn(variables, states [B, ...], key) -> mctx.PolicyOutput`: the search `make_apply` plays by, with its
+    whole output (the root's visits and values in `search_tree`; `action` is the move `make_apply` returns), for
+    code that shows what the search saw (az_jax/alphago/play_agent.py). Variables and caching as `make_apply`."""
+    return _search_fn(config, policy_config, value_config)
+
+
+def _search_fn(config: APVConfig, policy_config: PolicyShape, value_config: ValueShape | None):
     policy = PolicyNetwork(layers=policy_config.layers, filters=policy_config.filters)
     value = None
     if value_config is not None:
@@ -382,7 +386,7 @@ def make_apply(config: APVConfig, policy_config: PolicyShape, value_config: Valu
     if config.uses_value and value is None:
         raise ValueError(f"APV search with lam={config.lam} needs a value network config (lam=1 searches without)")
 
-    def apply(variables: dict, states: pgx.State, key: jax.Array) -> jax.Array:
+    def search_fn(variables: dict, states: pgx.State, key: jax.Array) -> mctx.PolicyOutput:
         nets = Nets(
             policy_params=variables["policy"],
             value_params=variables.get("value"),
@@ -392,7 +396,21 @@ def make_apply(config: APVConfig, policy_config: PolicyShape, value_config: Valu
             value=value,
             value_planes=value_config.planes if value_config is not None else features_lib.NUM_VALUE_PLANES,
         )
-        return apv_actions(config, nets, states, key)
+        return search(config, nets, states, key)
+
+    return search_fn
+
+
+@functools.cache
+def make_apply(config: APVConfig, policy_config: PolicyShape, value_config: ValueShape | None = None):
+    """`apply(variables, states [B, ...], key) -> actions [B]` for az_jax/evaluation/players.py's JaxPlayer, with
+    variables = {"policy": p_σ params, "value": v_θ params or None, "rollout": RolloutPolicy or None}. Cached per
+    configs (hashable), so every checkpoint of the same shapes shares one compiled match. `value_config` may be None
+    only when config.lam == 1."""
+    search_fn = _search_fn(config, policy_config, value_config)
+
+    def apply(variables: dict, states: pgx.State, key: jax.Array) -> jax.Array:
+        return search_fn(variables, states, key).action  # apv_actions: the most visited root action
 
     return apply
 

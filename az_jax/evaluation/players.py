@@ -46,6 +46,7 @@ from az_jax import arena
 from az_jax.agent import load_agent
 from az_jax.alphago import agent as alphago_agent
 from az_jax.alphago import apv_mcts
+from az_jax.alphago import play_agent as alphago_play_agent
 from az_jax.alphago import presets as alphago_presets
 from az_jax.alphago import reinforce as alphago_reinforce
 from az_jax.alphago import supervised as alphago_supervised
@@ -314,10 +315,9 @@ def alphago_search_player(rest: str, game: str, spec: str, default_simulations: 
     if not body:
         raise PlayerSpecError(f"{spec!r}: give an AlphaGo agent directory, e.g. alphago:runs/alphago9:sims=64")
     try:
-        saved = alphago_presets.saved_search(body)
+        defaults = alphago_play_agent.search_config(body, default_simulations)  # the preset's search, else APVConfig's
     except alphago_presets.PresetError as e:
         raise PlayerSpecError(str(e)) from None
-    defaults = saved or apv_mcts.APVConfig(simulations=default_simulations or 64)
     sims = _number(options, "sims", int, defaults.simulations, spec, low=1, high=MAX_SIMULATIONS)
     lam = _number(options, "lambda", float, defaults.lam, spec, low=0.0, high=1.0)
     beta = _number(options, "beta", float, defaults.beta, spec, low=1e-3)

@@ -1,13 +1,19 @@
-"""`az-jax play`: a person against a trained agent in the terminal (az_jax/apps/terminal.py)."""
+"""`az-jax play`: a person against a trained agent in the terminal (az_jax/apps/terminal.py): an AlphaZero run
+(az_jax/agent.py) or an AlphaGo agent directory (az_jax/alphago/agent.py, played by az_jax/alphago/play_agent.py)."""
 
 import argparse
 
-from az_jax.apps.cli.args import MAX_SIMULATIONS, add_weights, bounded_int, non_negative_int, path, seed
+from az_jax.apps.cli.args import MAX_SIMULATIONS, UsageError, add_weights, bounded_int, non_negative_int, path, seed
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("play", help="play against a trained agent in the terminal")
-    parser.add_argument("--run-dir", type=path, required=True, help="a run directory or one checkpoint directory")
+    parser.add_argument(
+        "--run-dir",
+        type=path,
+        required=True,
+        help="a run directory, one checkpoint directory, or an AlphaGo agent directory (`az-jax alphago pipeline`)",
+    )
     parser.add_argument("--step", type=non_negative_int, default=None, help="checkpoint step (default: latest)")
     parser.add_argument("--first", choices=["human", "agent"], default="human", help="who moves first")
     parser.add_argument(
@@ -15,13 +21,35 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=seed, default=0)
     add_weights(parser)
+    parser.set_defaults(weights=None)  # None: not given (an AlphaGo directory takes none); "best" for a run
     return parser
+
+
+def _alphago_agent(args):
+    """The AlphaGo agent of an agent directory, with the search its preset names (alphago/play_agent.py)."""
+    from az_jax.alphago import agent as alphago_agent
+    from az_jax.alphago import play_agent, presets
+
+    given = [flag for flag, value in (("--step", args.step), ("--weights", args.weights)) if value is not None]
+    if given:
+        raise UsageError(
+            f"{' and '.join(given)}: for AlphaZero runs only; {args.run_dir} is an AlphaGo agent directory, which "
+            "plays the latest network of each stage"
+        )
+    try:
+        return play_agent.load(args.run_dir)
+    except (alphago_agent.AgentError, presets.PresetError) as e:
+        raise UsageError(str(e)) from None
 
 
 def run(args) -> int:
     from az_jax.agent import load_agent  # starts JAX's backend: after main's device set-up
+    from az_jax.alphago.agent import is_agent_directory  # the same
     from az_jax.apps.terminal import play_session  # the same
 
-    agent = load_agent(args.run_dir, step=args.step, weights=args.weights)
+    if is_agent_directory(args.run_dir):
+        agent = _alphago_agent(args)
+    else:
+        agent = load_agent(args.run_dir, step=args.step, weights=args.weights or "best")
     play_session(agent, human_first=args.first == "human", num_simulations=args.simulations, seed=args.seed)
     return 0
