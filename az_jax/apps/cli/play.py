@@ -27,6 +27,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def _alphago_agent(args):
     """The AlphaGo agent of an agent directory, with the search its preset names (alphago/play_agent.py)."""
+    # these start JAX's backend: imported after main's device set-up
     from az_jax.alphago import agent as alphago_agent
     from az_jax.alphago import play_agent, presets
 
