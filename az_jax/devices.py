@@ -21,6 +21,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 DEVICE_AXIS = "d"  # the mesh axis that splits games and replay rows
+MAX_AHEAD = 4  # training steps the host may dispatch before the oldest of them has finished (`pace`)
 
 
 def make_mesh(devices: Sequence[jax.Device] | None = None) -> Mesh:
@@ -54,3 +55,16 @@ def first_index(local_count: int, axis_name: str = DEVICE_AXIS) -> jax.Array:
     """Inside `sharded`: the global index of this device's first item when each device holds `local_count` of them
     (so game i of the whole match is the same game on any number of devices)."""
     return jax.lax.axis_index(axis_name) * local_count
+
+
+def pace(pending: Sequence[Any]) -> None:
+    """In a loop that dispatches one sharded step after another without reading anything back: waits until the step
+    MAX_AHEAD back (`pending` holds every step's outputs, oldest first) has finished.
+
+    Without it the host runs hundreds of steps ahead, which XLA's CPU client cannot always run: each device holds a
+    bounded number of computations in flight and their launches are taken from one thread pool in no fixed order, so
+    later steps can fill a device's slots while an earlier step waits for that device in its all-reduce, and the
+    process aborts after 40 s ("rendezvous ... exceeded"; seen on 2 CPU devices at the first step of a run). Keeping
+    MAX_AHEAD steps queued still keeps every backend busy."""
+    if len(pending) >= MAX_AHEAD:
+        jax.block_until_ready(pending[-MAX_AHEAD])

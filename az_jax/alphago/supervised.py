@@ -285,6 +285,7 @@ def train(
         position, action = jax.device_put((position, action), batch_sharding)
         state, metrics = train_step(state, key, position, action)
         pending.append(metrics)
+        devices.pace(pending)
         step += 1
         if step % config.eval_every == 0 or step == config.steps:
             sums = np.sum([[float(m["loss"]), float(m["accuracy"])] for m in jax.device_get(pending)], axis=0)

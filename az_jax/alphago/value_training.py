@@ -341,6 +341,7 @@ def train(
             position, z = jax.device_put((_take(train_data.position, index), outcome[index]), batch_sharding)
             state, mse = train_step(state, key, position, z)
             pending.append(mse)
+            devices.pace(pending)
             step += 1
             if step % config.eval_every == 0 or step == config.steps:
                 seconds = time.perf_counter() - tick
