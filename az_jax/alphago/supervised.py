@@ -18,7 +18,6 @@ positions is ~2 bytes per point, its 48 planes would be 48.
 
 import dataclasses
 import functools
-import json
 import math
 import os
 import time
@@ -205,33 +204,12 @@ _manager = checkpoints.manager
 
 
 def _write_config(run_dir: str, config: SLConfig, data: str) -> None:
-    path = os.path.join(run_dir, "config.json")
-    wanted = {**dataclasses.asdict(config), "data": os.path.abspath(data)}
-    if os.path.exists(path):
-        with open(path) as f:
-            saved = json.load(f)
-        changed = sorted(k for k in set(saved) | set(wanted) if k != "data" and saved.get(k) != wanted.get(k))
-        if changed:
-            raise SLError(
-                f"{run_dir} holds an SL run with another config ({', '.join(changed)} differ): "
-                "use another --run-dir to start a new run"
-            )
-        return
-    os.makedirs(run_dir, exist_ok=True)
-    with files.replaced_whole(path) as f:
-        json.dump(wanted, f, indent=1)
+    checkpoints.write_config(run_dir, config, data, SLError, "an SL policy run")
 
 
 def read_config(run_dir: str) -> SLConfig:
     """The SLConfig a run directory was trained with."""
-    path = os.path.join(run_dir, "config.json")
-    try:
-        with open(path) as f:
-            saved = json.load(f)
-        saved.pop("data", None)
-        return SLConfig(**saved)
-    except (OSError, ValueError, TypeError) as e:
-        raise SLError(f"{run_dir} is not an SL policy run (config.json: {e})") from None
+    return checkpoints.read_config(run_dir, SLConfig, SLError, "an SL policy run")
 
 
 def restore_params(run_dir: str, step: int | None = None) -> tuple[SLConfig, dict, int]:
@@ -243,8 +221,7 @@ def restore_params(run_dir: str, step: int | None = None) -> tuple[SLConfig, dic
 
 
 def _restore_state(manager: ocp.CheckpointManager, run_dir: str, config: SLConfig, step: int) -> SLState:
-    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, init_state(config))
-    return checkpoints.restore(manager, run_dir, step, abstract, SLError)
+    return checkpoints.restore_state(manager, run_dir, step, init_state(config), SLError)
 
 
 def train(

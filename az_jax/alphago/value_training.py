@@ -35,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import json
 import math
 import os
 import time
@@ -254,35 +253,12 @@ _manager = checkpoints.manager
 
 
 def _write_config(run_dir: str, config: ValueConfig, data: str) -> None:
-    path = os.path.join(run_dir, "config.json")
-    wanted = {**dataclasses.asdict(config), "data": os.path.abspath(data) if data else ""}
-    if os.path.exists(path):
-        try:
-            with open(path) as f:
-                saved = json.load(f)
-        except (OSError, ValueError) as e:
-            raise ValueRunError(f"{run_dir}: config.json cannot be read ({e})") from None
-        changed = sorted(k for k in set(saved) | set(wanted) if k != "data" and saved.get(k) != wanted.get(k))
-        if changed:
-            raise ValueRunError(
-                f"{run_dir} holds a value-network run with another config ({', '.join(changed)} differ): "
-                "use another --run-dir to start a new run"
-            )
-        return
-    os.makedirs(run_dir, exist_ok=True)
-    with files.replaced_whole(path) as f:
-        json.dump(wanted, f, indent=1)
+    checkpoints.write_config(run_dir, config, data, ValueRunError, "a value-network run")
 
 
 def read_config(run_dir: str) -> ValueConfig:
     """The ValueConfig a run directory was trained with."""
-    try:
-        with open(os.path.join(run_dir, "config.json")) as f:
-            saved = json.load(f)
-        saved.pop("data", None)
-        return ValueConfig(**saved)
-    except (OSError, ValueError, TypeError, AttributeError) as e:
-        raise ValueRunError(f"{run_dir} is not a value-network run (config.json: {e})") from None
+    return checkpoints.read_config(run_dir, ValueConfig, ValueRunError, "a value-network run")
 
 
 def restore_params(run_dir: str, step: int | None = None) -> tuple[ValueConfig, dict, int]:
@@ -294,8 +270,7 @@ def restore_params(run_dir: str, step: int | None = None) -> tuple[ValueConfig, 
 
 
 def _restore_state(manager: ocp.CheckpointManager, run_dir: str, config: ValueConfig, step: int) -> ValueState:
-    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, init_state(config))
-    return checkpoints.restore(manager, run_dir, step, abstract, ValueRunError)
+    return checkpoints.restore_state(manager, run_dir, step, init_state(config), ValueRunError)
 
 
 def train(
