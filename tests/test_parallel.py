@@ -155,3 +155,27 @@ def test_iteration_compiles_once_and_keeps_devices_in_step(trainer):
     # The devices played different games (keys folded with the device index): their replay shards differ.
     shards = [np.asarray(s.data) for s in state.replay.policy.addressable_shards]
     assert shards[0].shape == (128, 9) and not np.array_equal(shards[0], shards[1])
+
+
+class _Step:
+    """Stands for one dispatched step's output: records when the host waited for it."""
+
+    def __init__(self, index: int, waited: list[int]):
+        self.index, self.waited = index, waited
+
+    def block_until_ready(self):
+        self.waited.append(self.index)
+        return self
+
+
+def test_pace_waits_for_the_step_max_ahead_back():
+    # With MAX_AHEAD = 4 the host may have 4 steps queued: after dispatching step k (0-based, k + 1 outputs pending)
+    # it waits for step k + 1 − 4 = k − 3, and for none while fewer than 4 are pending. Dispatching steps 0…5 therefore
+    # waits for steps 0, 1, 2 (after steps 3, 4, 5).
+    assert devices.MAX_AHEAD == 4
+    waited: list[int] = []
+    pending: list[_Step] = []
+    for k in range(6):
+        pending.append(_Step(k, waited))
+        devices.pace(pending)
+    assert waited == [0, 1, 2]
