@@ -6,7 +6,7 @@ import csv
 import json
 import os
 from collections.abc import Iterator
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 
 def read_jsonl(path: str) -> list[dict]:
@@ -30,10 +30,23 @@ def replaced_whole(path: str, encoding: str = "utf-8") -> Iterator[TextIO]:
     """`with replaced_whole(path) as f: f.write(...)`: the text goes to a temporary file beside `path` (same file
     system, so os.replace is atomic), renamed over `path` when the block ends; if it raises, `path` is untouched and
     the temporary file removed."""
+    with _replaced(path, "w", encoding=encoding, newline="") as f:
+        yield f
+
+
+@contextlib.contextmanager
+def replaced_whole_bytes(path: str) -> Iterator[BinaryIO]:
+    """`replaced_whole` for bytes (an .npz): the file gets the usual permissions, as `open` gives them."""
+    with _replaced(path, "wb") as f:
+        yield f
+
+
+@contextlib.contextmanager
+def _replaced(path: str, mode: str, **open_args) -> Iterator:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        with open(tmp, "w", encoding=encoding, newline="") as f:
+        with open(tmp, mode, **open_args) as f:
             yield f
         os.replace(tmp, path)
     except BaseException:

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from az_jax.files import append_jsonl, read_jsonl, write_csv
+from az_jax.files import append_jsonl, read_jsonl, replaced_whole_bytes, write_csv
 
 
 def test_jsonl_round_trip(tmp_path):
@@ -49,3 +49,20 @@ def test_failed_csv_write_keeps_old_file(tmp_path):
     with open(path, newline="") as f:
         assert f.read() == "x\r\n1\r\n"
     assert os.listdir(tmp_path) == ["t.csv"]  # no temporary file left behind
+
+
+def test_replaced_whole_bytes_has_open_permissions_and_keeps_old_file_on_error(tmp_path):
+    # The bytes are written beside the target and renamed over it, with the permissions `open` gives a new file
+    # (mkstemp's 0600 would hide an agent's rollout.npz from other users).
+    reference = tmp_path / "reference"
+    reference.write_bytes(b"")
+    path = str(tmp_path / "p.npz")
+    with replaced_whole_bytes(path) as f:
+        f.write(b"first")
+    assert open(path, "rb").read() == b"first"
+    assert os.stat(path).st_mode & 0o777 == os.stat(reference).st_mode & 0o777
+    with pytest.raises(RuntimeError), replaced_whole_bytes(path) as f:
+        f.write(b"second, half")
+        raise RuntimeError("crash while writing")
+    assert open(path, "rb").read() == b"first"
+    assert sorted(os.listdir(tmp_path)) == ["p.npz", "reference"]

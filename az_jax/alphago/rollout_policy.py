@@ -52,12 +52,10 @@ Legality as in features.py: the point is empty, not `position.ko`, and not suici
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import json
 import os
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable
@@ -69,6 +67,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from az_jax import files
 from az_jax.alphago.dataset import Positions
 from az_jax.alphago.features import _move_features, _shifted
 from az_jax.alphago.position import Position
@@ -503,17 +502,8 @@ class RolloutPolicyError(Exception):
 
 def save_arrays(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
     """Writes `arrays` to an .npz at `path` atomically (a temporary file renamed over it); never a pickle."""
-    path = os.fspath(path)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".npz.tmp")
-    try:
-        with os.fdopen(handle, "wb") as f:
-            np.savez(f, allow_pickle=False, **arrays)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(temp)
-        raise
+    with files.replaced_whole_bytes(os.fspath(path)) as f:
+        np.savez(f, allow_pickle=False, **arrays)
 
 
 def save(path: str | os.PathLike, policy: RolloutPolicy, report: dict | None = None) -> None:
