@@ -272,9 +272,15 @@ def test_resigned_game_gets_the_targets_of_its_played_out_result():
     (values near −1 < v_resign = −0.5): slot 0's O resigns, slot 1's O plays on and X wins on the next ply.
     Both give X's position z = +1 and O's z = −1."""
     env = envs.make_env("tic_tac_toe")[0]
-    state = env.init(jax.random.key(0))
-    for move in (0, 1, 2, 3, 7, 6):  # X0 O1 X2 O3 X7 O6
-        state = env.step(state, jnp.int32(move))
+
+    @jax.jit  # one compiled program instead of pgx's many eager ops
+    def position(key):
+        state = env.init(key)
+        for move in (0, 1, 2, 3, 7, 6):  # X0 O1 X2 O3 X7 O6
+            state = env.step(state, jnp.int32(move))
+        return state
+
+    state = position(jax.random.key(0))
     x, o = int(state.current_player), 1 - int(state.current_player)
     games = selfplay.SelfPlayState(
         env=jax.tree.map(lambda a: jnp.stack([a, a]), state),

@@ -3,6 +3,7 @@ Ownership and Score Targets"; Config.aux_ownership_weight, aux_score_weight): Go
 hand-built positions, their sign for each colour, the replay plumbing, a real training iteration, and that with the
 weights at 0 nothing changes."""
 
+import contextlib
 import dataclasses
 import re
 
@@ -25,6 +26,19 @@ from envs import go_scoring
 from conftest import TINY_NETWORK
 
 pytestmark = pytest.mark.usefixtures("fast_compiles")  # tiny programs: XLA's optimisation passes off (conftest.py)
+
+
+@contextlib.contextmanager
+def fast_compiles_here():
+    """conftest.py's `fast_compiles` for the module-scoped fixtures, which pytest sets up before that function-scoped
+    fixture (their programs would otherwise compile with all of XLA's optimisation passes)."""
+    before = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_disable_most_optimizations", before)
+
 
 GO = "go_9x9"
 ENV = envs.make_env(GO)[0]
@@ -56,13 +70,15 @@ NEUTRAL = board(["...X.O..."] * 9)  # column 4 empty between the walls
 DEAD = board(["O...XO..."] + ["....XO..."] * 8)  # WALL plus a White stone at point 0, inside Black's side
 
 
+@jax.jit
 def go_state(points: np.ndarray, step_count: int, key: jax.Array):
     """A pgx go_9x9 state with board `points` at ply `step_count` (even: Black to move), pgx's player order from
-    `key`; legal mask and observation recomputed."""
+    `key`; legal mask and observation recomputed. Jitted: one compiled program instead of pgx's many eager ops."""
     state = ENV.init(key)
-    history = state._x.board_history.at[0].set(np.clip(points, -1, 1))
-    x = state._x._replace(board=jnp.asarray(points), board_history=history, step_count=jnp.int32(step_count))
-    state = state.replace(_x=x, current_player=state._player_order[x.color], _step_count=jnp.int32(step_count))
+    board_, ply = jnp.asarray(points, jnp.int32), jnp.asarray(step_count, jnp.int32)
+    history = state._x.board_history.at[0].set(jnp.clip(board_, -1, 1))
+    x = state._x._replace(board=board_, board_history=history, step_count=ply)
+    state = state.replace(_x=x, current_player=state._player_order[x.color], _step_count=ply)
     state = state.replace(legal_action_mask=ENV._game.legal_action_mask(x))
     return state.replace(observation=ENV.observe(state))
 
@@ -89,11 +105,11 @@ def test_area_ownership_and_margin_of_hand_built_positions():
 
 def test_targets_per_player_id_flip_for_white():
     final = jax.jit(go_scoring.final_targets)
+    black_view = np.asarray(jax.jit(go_scoring.black_ownership)(WALL))
     for seed in range(4):  # pgx draws which player id plays Black; these keys give both orders
         state = go_state(WALL, 10, jax.random.key(seed))
         ownership, margin = final(state)
         black = int(state._player_order[0])  # player order maps colour -> player id, and back
-        black_view = np.asarray(go_scoring.black_ownership(WALL))
         np.testing.assert_array_equal(ownership[black], black_view)
         np.testing.assert_array_equal(ownership[1 - black], -black_view)  # White's view: every owner flipped
         assert margin[black] == 1.5 and margin[1 - black] == -1.5  # Black wins by 1.5, White loses by 1.5
@@ -102,20 +118,32 @@ def test_targets_per_player_id_flip_for_white():
 def test_resolve_gives_each_mover_its_own_view():
     # 2 games (slots), 2 plies each, capacity 4: ply 0 written at rows 0, 1 and ply 1 at rows 2, 3; the mover at
     # ply t is player id t (alternating). Game 0 ends after ply 1; game 1 is still going.
-    buf = replay.init(4, (N, N, 17), jnp.bool_, N * N + 1, keep_ownership=True, keep_score=True)
+    # (jitted: one program each instead of many eager ops)
+    buf = jax.jit(lambda: replay.init(4, (N, N, 17), jnp.bool_, N * N + 1, keep_ownership=True, keep_score=True))()
+    add = jax.jit(
+        lambda buf, t: replay.add(
+            buf,
+            t,
+            jnp.zeros((2, N, N, 17), jnp.bool_),
+            jnp.zeros((2, N * N + 1)),
+            jnp.ones((2, N * N + 1), jnp.bool_),
+            jnp.full(2, t, jnp.int32),
+            jnp.zeros(2, jnp.int32),
+        )
+    )
     for t in range(2):
-        obs = jnp.zeros((2, N, N, 17), jnp.bool_)
-        pol, legal = jnp.zeros((2, N * N + 1)), jnp.ones((2, N * N + 1), jnp.bool_)
-        buf = replay.add(buf, jnp.int32(t), obs, pol, legal, jnp.full(2, t, jnp.int32), jnp.zeros(2, jnp.int32))
-    owner = jnp.asarray(go_scoring.black_ownership(WALL), jnp.float32)
+        buf = add(buf, jnp.int32(t))
+    owner = jnp.asarray(jax.jit(go_scoring.black_ownership)(WALL), jnp.float32)
     final = (jnp.stack([owner, -owner])[None].repeat(2, 0), jnp.float32([[1.5, -1.5]] * 2))  # player 0 has Black
-    buf = replay.resolve(buf, jnp.bool_([True, False]), jnp.zeros(2, jnp.int32), jnp.float32([[1, -1]] * 2), final)
+    buf = jax.jit(replay.resolve)(
+        buf, jnp.bool_([True, False]), jnp.zeros(2, jnp.int32), jnp.float32([[1, -1]] * 2), final
+    )
     assert buf.done.tolist() == [True, False, True, False]
     np.testing.assert_array_equal(buf.ownership[0], owner)  # row 0: game 0, player 0 (Black)
     np.testing.assert_array_equal(buf.ownership[2], -owner)  # row 2: game 0, player 1 (White)
     assert buf.score.tolist() == [1.5, 0.0, -1.5, 0.0] and buf.ownership.dtype == jnp.int8
     assert not buf.ownership[1].any()  # game 1's rows wait for its end
-    batch = replay.sample(buf, jax.random.key(0), 8)
+    batch = jax.jit(replay.sample, static_argnums=2)(buf, jax.random.key(0), 8)
     assert set(np.asarray(batch.score).tolist()) <= {1.5, -1.5}  # only done rows are drawn
 
 
@@ -130,7 +158,7 @@ def test_symmetries_move_ownership_with_the_board():
         ownership=jnp.repeat(jnp.asarray(go_scoring.black_ownership(WALL), jnp.float32)[None], n, 0),
         score=jnp.full(n, 1.5),
     )
-    out = replay.augment(batch, jax.random.key(1), GO)
+    out = jax.jit(replay.augment, static_argnums=2)(batch, jax.random.key(1), GO)
     own, obs = np.asarray(out.ownership).reshape(n, N, N), np.asarray(out.observation)
     # The mover's stones (plane 0) stay on points it owns, the opponent's (plane 1) on points it does not, whatever
     # symmetry moved the walls; a wall turned horizontal (e.g. the transpose) fails this unless ownership turned too.
@@ -167,15 +195,25 @@ def fixed_batch():
     """16 positions: 8 random 9×9 boards (each point Black, White, empty with odds 1 : 1 : 7) seen by Black and by
     White, with their final targets."""
     rng = np.random.default_rng(0)
+    with fast_compiles_here():
+        return _fixed_batch(rng)
+
+
+def _fixed_batch(rng: np.random.Generator) -> replay.Batch:
+    @jax.jit
+    def position(points, colour):  # step_count 0: Black to move, 1: White
+        state = go_state(points, colour, jax.random.key(0))
+        ownership, margin = go_scoring.final_targets(state)
+        return state.observation, ownership[state.current_player], margin[state.current_player]
+
     states, owners, margins = [], [], []
     for _ in range(8):
         points = board(["".join(rng.choice(list("XO......."), N)) for _ in range(N)])
         for colour in (0, 1):
-            state = go_state(points, colour, jax.random.key(0))  # step_count 0: Black to move, 1: White
-            ownership, margin = go_scoring.final_targets(state)
-            states.append(state.observation)
-            owners.append(ownership[state.current_player])
-            margins.append(margin[state.current_player])
+            observation, ownership, margin = position(points, colour)
+            states.append(observation)
+            owners.append(ownership)
+            margins.append(margin)
     legal = jnp.ones((16, N * N + 1), jnp.bool_)
     return replay.Batch(
         observation=jnp.stack(states),
@@ -187,11 +225,18 @@ def fixed_batch():
     )
 
 
-def test_with_weights_zero_the_network_and_loss_are_unchanged(fixed_batch):
-    plain, aux = _networks()
+@pytest.fixture(scope="module")
+def initial_variables(fixed_batch):
+    """flax's initial variables of the plain and the aux network from the same key, shared by the tests below."""
     obs = fixed_batch.observation.astype(jnp.float32)
     init = lambda net: jax.jit(lambda key: net.init(key, obs, train=False))(jax.random.key(0))
-    plain_vars, aux_vars = init(plain), init(aux)
+    with fast_compiles_here():
+        return tuple(init(net) for net in _networks())
+
+
+def test_with_weights_zero_the_network_and_loss_are_unchanged(fixed_batch, initial_variables):
+    plain, aux = _networks()
+    plain_vars, aux_vars = initial_variables
     # the heads are the only new parameters: a 1×1 conv from 8 channels (8 + 1 bias) and one unit on 8 hidden (8 + 1)
     assert set(aux_vars["params"]) - set(plain_vars["params"]) == {"ownership_head", "score_head"}
     assert (
@@ -204,8 +249,8 @@ def test_with_weights_zero_the_network_and_loss_are_unchanged(fixed_batch):
     setup = iteration_lib.make_setup(_config())
     buffer = jax.eval_shape(lambda: iteration_lib.init_state(setup, 0)).replay
     assert buffer.ownership is None and buffer.score is None
-    loss = jax.jit(learner.loss_fn, static_argnums=(2, 4, 5, 6))
     plain_apply, aux_apply = learner.learning_apply(plain), learner.learning_apply(aux, aux=True)
+    loss = jax.jit(learner.loss_fn, static_argnums=(2, 4, 5, 6))
     base, (_, base_metrics) = loss(plain_vars["params"], plain_vars["batch_stats"], plain_apply, fixed_batch, 0.0, 0, 0)
     assert set(base_metrics) == {"loss", "policy_loss", "value_loss", "l2"}
     # The aux network with the weights at 0 (and c = 0: its heads' parameters would add to c‖θ‖²): the same loss, bit
@@ -218,10 +263,9 @@ def test_with_weights_zero_the_network_and_loss_are_unchanged(fixed_batch):
     assert 0.5 < float(metrics["ownership_loss"]) < 1.0
 
 
-def test_gradient_steps_reduce_the_aux_losses_on_a_fixed_batch(fixed_batch):
+def test_gradient_steps_reduce_the_aux_losses_on_a_fixed_batch(fixed_batch, initial_variables):
     _, aux = _networks()
-    obs = fixed_batch.observation.astype(jnp.float32)
-    variables = jax.jit(lambda key: aux.init(key, obs, train=False))(jax.random.key(0))
+    variables = initial_variables[1]
     optimizer = learner.make_optimizer(dataclasses.replace(_config(), learning_rates=(0.05,), lr_boundaries=()))
     step = jax.jit(
         lambda p, s, o: learner.train_step(

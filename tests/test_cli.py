@@ -4,9 +4,11 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 
+import jax
 import pytest
 
 from az_jax import config as config_lib
@@ -50,8 +52,7 @@ TINY = [
 
 def az(*args, timeout=300):
     """`az-jax ARGS` in a subprocess on 2 host devices. Its programs are tiny: XLA's optimisation passes are off, and
-    it shares the session's compilation cache (conftest.py), so the tiny run that this file and test_evaluation.py
-    both train is compiled once."""
+    it shares the session's compilation cache (conftest.py)."""
     env = {**os.environ, **FAST_COMPILES, "XLA_FLAGS": ""}
     return subprocess.run(
         [sys.executable, "-m", "az_jax.apps.cli", "--devices", "2", *args],
@@ -62,6 +63,33 @@ def az(*args, timeout=300):
     )
 
 
+def az_here(*args) -> subprocess.CompletedProcess:
+    """`az-jax --devices 2 ARGS` run by `cli.main` in this process, as az() would run it: the 2 host devices exist
+    already (conftest.py), so main's device set-up is skipped, and XLA's optimisation passes are off while it runs.
+    For tests of what a command does rather than of its process: it saves the subprocess's start-up (Python, JAX,
+    pgx, orbax) and shares this process's compiled programs. A bug's exception propagates."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        patch.setattr(cli, "setup_process", lambda parsed: None)
+        jax.config.update("jax_disable_most_optimizations", True)
+        try:
+            code = cli.main(["--devices", "2", *args])
+        finally:
+            jax.config.update("jax_disable_most_optimizations", False)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="session")
+def tiny_trained_run(tmp_path_factory):
+    """A finished TINY tic-tac-toe run (2 iterations, a checkpoint after each), trained once per session by `az-jax
+    train`; tests that change it work on a copy (test_evaluation.py imports this fixture)."""
+    run = tmp_path_factory.mktemp("tiny") / "run"
+    ok = az_here("train", "--game", "tic_tac_toe", "--run-dir", str(run), "--no-progress", *TINY)
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert sorted(os.listdir(run / "checkpoints")) == ["1", "2"]
+    return run
+
+
 def error_line(result):
     lines = [l for l in result.stderr.splitlines() if l.startswith("az-jax: error:")]
     assert len(lines) == 1, result.stderr[-2000:]
@@ -69,21 +97,31 @@ def error_line(result):
     return lines[0]
 
 
-@pytest.mark.parametrize(
-    "args, needle",
-    [
-        (["train", "--game", "tic_tac_tow"], "unknown game 'tic_tac_tow'"),
-        (["train", "--game", "tic_tac_toe", "--set", "num_simulation=8"], "unknown config key 'num_simulation'"),
-        (["train", "--game", "tic_tac_toe", "--set", "num_simulations=0"], "num_simulations must be a positive"),
-        (["train", "--game", "tic_tac_toe", "--set", "search=alphabeta"], "search must be one of puct, gumbel"),
-        (["train", "--game", "tic_tac_toe", "--set", "selfplay_batch_size=9"], "not divisible by the 2 devices"),
-        (["train", "--game", "tic_tac_toe", "--preset", "huge"], "unknown preset 'huge'"),
-    ],
-)
+BAD_CONFIGS = [
+    (["train", "--game", "tic_tac_tow"], "unknown game 'tic_tac_tow'"),
+    (["train", "--game", "tic_tac_toe", "--set", "num_simulation=8"], "unknown config key 'num_simulation'"),
+    (["train", "--game", "tic_tac_toe", "--set", "num_simulations=0"], "num_simulations must be a positive"),
+    (["train", "--game", "tic_tac_toe", "--set", "search=alphabeta"], "search must be one of puct, gumbel"),
+    (["train", "--game", "tic_tac_toe", "--set", "selfplay_batch_size=9"], "not divisible by the 2 devices"),
+    (["train", "--game", "tic_tac_toe", "--preset", "huge"], "unknown preset 'huge'"),
+]
+
+
+# Two of them through a real `az-jax` process (each start costs seconds: Python, JAX, the device set-up that
+# --devices 2 makes); every one of them in this process below.
+@pytest.mark.parametrize("args, needle", [BAD_CONFIGS[0], BAD_CONFIGS[4]])
 def test_bad_config_is_a_one_line_error(tmp_path, args, needle):
     result = az(*args, "--run-dir", str(tmp_path / "run"))
     assert result.returncode == 2
     assert needle in error_line(result)
+    assert not (tmp_path / "run").exists()  # nothing written
+
+
+@pytest.mark.parametrize("args, needle", BAD_CONFIGS)
+def test_bad_config_is_a_one_line_error_in_process(tmp_path, no_work, args, needle):
+    code, err = in_process(["--devices", "2", *args, "--run-dir", str(tmp_path / "run")])
+    assert (code, len(err)) == (2, 1), err
+    assert err[0].startswith("az-jax: error: ") and needle in err[0], err[0]
     assert not (tmp_path / "run").exists()  # nothing written
 
 
@@ -97,15 +135,14 @@ def _snapshot(root):
     return out
 
 
-def test_mismatched_and_corrupt_checkpoints(tmp_path):
+def test_mismatched_and_corrupt_checkpoints(tmp_path, tiny_trained_run):
     run = tmp_path / "run"
-    ok = az("train", "--game", "tic_tac_toe", "--run-dir", str(run), "--no-progress", *TINY)
-    assert ok.returncode == 0, ok.stderr[-3000:]
+    shutil.copytree(tiny_trained_run, run)  # trained by `az-jax train` (the fixture checks it finished)
     assert sorted(os.listdir(run / "checkpoints")) == ["1", "2"]
     before = _snapshot(run)
 
     # Another game's command pointed at this run: refused before anything is written.
-    other = az("train", "--game", "connect_four", "--run-dir", str(run), *TINY)
+    other = az_here("train", "--game", "connect_four", "--run-dir", str(run), *TINY)
     assert other.returncode == 2
     assert "belongs to a different run" in error_line(other) and "connect_four" in error_line(other)
     assert _snapshot(run) == before
@@ -120,7 +157,7 @@ def test_mismatched_and_corrupt_checkpoints(tmp_path):
     damaged = {
         path.replace(newest, str(run / "checkpoints_damaged" / "2")): data for path, data in _snapshot(newest).items()
     }
-    resumed = az("train", "--game", "tic_tac_toe", "--run-dir", str(run), "--no-progress", *TINY)
+    resumed = az_here("train", "--game", "tic_tac_toe", "--run-dir", str(run), "--no-progress", *TINY)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "checkpoint 2" in resumed.stderr and "checkpoints_damaged" in resumed.stderr
     assert _snapshot(run / "checkpoints_damaged") == damaged
@@ -130,7 +167,7 @@ def test_mismatched_and_corrupt_checkpoints(tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "config.json").write_text(json.dumps({"game": "tic_tac_toe", "colour": "blue"}))
-    result = az("train", "--game", "tic_tac_toe", "--run-dir", str(bad), *TINY)
+    result = az_here("train", "--game", "tic_tac_toe", "--run-dir", str(bad), *TINY)
     assert result.returncode == 2 and "unknown config key 'colour'" in error_line(result)
     assert json.loads((bad / "config.json").read_text()) == {"game": "tic_tac_toe", "colour": "blue"}
 

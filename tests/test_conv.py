@@ -1,5 +1,8 @@
 """az_jax/conv.py: the forward pass and both gradients equal JAX's own convolution's, and in a rolled loop of
-gradient steps every convolution XLA:CPU compiles is in the canonical NHWC/HWIO form it runs on Eigen."""
+gradient steps every convolution XLA:CPU compiles is in the canonical NHWC/HWIO form it runs on Eigen.
+
+Inputs are drawn with NumPy and network parameters are only shapes (`jax.eval_shape`): on CPU each `jax.random` shape
+and flax's `init` compile programs of their own (seconds each) that the checks do not need."""
 
 import re
 
@@ -15,18 +18,22 @@ from az_jax.networks import AlphaZeroNet
 NHWC = ("NHWC", "HWIO", "NHWC")
 
 
+def _normal(seed: int, shape: tuple[int, ...], scale: float = 1.0) -> jax.Array:
+    """Normal float32 values of `shape` with mean 0 and standard deviation `scale`, drawn on the host."""
+    return jnp.asarray(np.random.default_rng(seed).normal(0.0, scale, shape), jnp.float32)
+
+
 @pytest.mark.parametrize(
     "kernel, padding", [((3, 3), "SAME"), ((1, 1), "SAME"), ((3, 3), "VALID"), ((3, 2), ((2, 0), (1, 1)))]
 )
 def test_values_and_gradients_match_lax(kernel, padding):
-    kx, kw, ky = jax.random.split(jax.random.key(0), 3)
-    x = jax.random.normal(kx, (4, 6, 7, 5))
-    w = jax.random.normal(kw, (*kernel, 5, 3))
+    x = _normal(0, (4, 6, 7, 5))
+    w = _normal(1, (*kernel, 5, 3))
     ours = lambda x, w: conv_lib.conv_general_dilated(x, w, (1, 1), padding, dimension_numbers=NHWC)
     theirs = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), padding, dimension_numbers=NHWC)
     y, y_ref = ours(x, w), theirs(x, w)
     np.testing.assert_allclose(y, y_ref, rtol=1e-6, atol=1e-6)
-    dy = jax.random.normal(ky, y.shape)
+    dy = _normal(2, y.shape)
     grads = jax.vjp(ours, x, w)[1](dy)
     grads_ref = jax.vjp(theirs, x, w)[1](dy)
     for g, g_ref in zip(grads, grads_ref):
@@ -45,8 +52,8 @@ def test_hand_checked_weight_gradient():
 
 
 def test_other_convolutions_fall_back_to_lax():
-    x = jax.random.normal(jax.random.key(1), (2, 8, 8, 4))
-    w = jax.random.normal(jax.random.key(2), (3, 3, 4, 6))
+    x = _normal(3, (2, 8, 8, 4))
+    w = _normal(4, (3, 3, 4, 6))
     kwargs = dict(window_strides=(2, 2), padding="SAME", dimension_numbers=NHWC)
     np.testing.assert_array_equal(
         conv_lib.conv_general_dilated(x, w, **kwargs), lax.conv_general_dilated(x, w, **kwargs)
@@ -62,8 +69,8 @@ def _conv_dim_labels(fn, *args) -> list[str]:
 def test_rolled_gradient_loop_compiles_only_canonical_convolutions():
     # JAX's own gradient inside a rolled scan leaves XLA:CPU a weight-gradient convolution in another layout
     # (f01b_i01o->01bf), which it runs on a slow generic kernel; ours must leave none.
-    x = jax.random.normal(jax.random.key(3), (8, 6, 7, 4))
-    w = jax.random.normal(jax.random.key(4), (2, 3, 3, 4, 4)) * 0.1
+    x = _normal(5, (8, 6, 7, 4))
+    w = _normal(6, (2, 3, 3, 4, 4), 0.1)
 
     def steps(conv):
         def loss(w):
@@ -91,7 +98,7 @@ def test_network_forward_compiles_to_the_same_program():
 
     def program(conv):
         net = AlphaZeroNet(num_actions=7, num_blocks=1, channels=8, value_hidden=8, conv=conv)
-        variables = net.init(jax.random.key(0), obs)
+        variables = jax.eval_shape(lambda: net.init(jax.random.key(0), obs))  # the compiled program sees only shapes
         text = jax.jit(lambda v, o: net.apply(v, o)).lower(variables, obs).compile().as_text()
         text = re.sub(r", metadata=\{[^}]*\}", "", text)
         return [

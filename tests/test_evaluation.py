@@ -1,6 +1,11 @@
 """Strength measurement: the rollout-MCTS baseline is a real player, openings pair up, player specs parse, matches
 against GNU Go and Stockfish complete through the match layer, engine failures stop a match as errors, and
-`az-jax eval` / `az-jax ladder` work end to end on a tiny run."""
+`az-jax eval` / `az-jax ladder` work end to end on a tiny run.
+
+Tests whose programs (pgx's Go and chess rules, a rollout search) compile for far longer than they run take conftest's
+`fast_compiles`: which moves are played and how games end do not depend on how XLA optimised the machine code. The
+rollout-vs-random match is the exception: its ~20 searches of 50 simulations each play tens of thousands of batched
+rollout plies, which run several times slower unoptimised."""
 
 import json
 import os
@@ -10,7 +15,7 @@ import jax
 import numpy as np
 import pgx
 import pytest
-from test_cli import TINY, az, error_line
+from test_cli import az_here, error_line, tiny_trained_run  # noqa: F401 (a fixture)
 
 from az_jax import arena
 from az_jax.engines import EngineError
@@ -29,7 +34,9 @@ def test_rollout_mcts_beats_random_at_connect_four_by_a_wide_margin():
     assert arena.score(results) >= 0.85
 
 
-def test_rollout_mcts_takes_a_win_in_one():
+def test_rollout_mcts_takes_a_win_in_one(fast_compiles):
+    # XLA's optimisation passes off (conftest.py): this one search compiles for tens of seconds and runs for tens of
+    # milliseconds; which move it picks does not depend on how the machine code is optimised.
     # Connect four, columns 0..6. X (first mover) has three in column 0 (plies X0 O1 X0 O1 X0 O2); X to move wins with
     # column 0. With 200 simulations every root child is expanded and the winning one backs up +1 on each visit
     # (reward 1 at a terminal node), so it must be the most visited.
@@ -42,7 +49,7 @@ def test_rollout_mcts_takes_a_win_in_one():
     assert int(jax.jit(player)(batched, jax.random.key(1))[0]) == 0
 
 
-def test_random_rollout_values_a_finished_position_as_zero_and_a_forced_one_correctly():
+def test_random_rollout_values_a_finished_position_as_zero_and_a_forced_one_correctly(fast_compiles):
     env = pgx.make("tic_tac_toe")
     # X: 0, 1 ; O: 3, 4 ; X to move (ply 4). Any random continuation from here is a real game; its value from X's
     # view must lie in {−1, 0, +1}, and after X plays 2 (top row complete) the game is over: the rollout adds nothing.
@@ -57,7 +64,7 @@ def test_random_rollout_values_a_finished_position_as_zero_and_a_forced_one_corr
 
 
 # --- arena openings ---------------------------------------------------------------------------------------------------
-def test_openings_are_shared_by_pairs_with_colours_swapped_and_differ_between_pairs():
+def test_openings_are_shared_by_pairs_with_colours_swapped_and_differ_between_pairs(fast_compiles):
     env = pgx.make("connect_four")
     first = lambda s, k: jax.numpy.argmax(s.legal_action_mask, axis=-1)  # deterministic: leftmost legal column
     games = jax.jit(lambda k: arena.play_games(env, first, first, k, 16, 42, opening_plies=4))(jax.random.key(0))
@@ -75,7 +82,7 @@ def test_openings_are_shared_by_pairs_with_colours_swapped_and_differ_between_pa
     assert len({tuple(np.asarray(same.actions[i])) for i in range(4)}) == 1
 
 
-def test_game_lengths_and_results_are_consistent():
+def test_game_lengths_and_results_are_consistent(fast_compiles):
     env = pgx.make("tic_tac_toe")
     games = jax.jit(
         lambda k: arena.play_games(env, arena.uniform_random_player, arena.uniform_random_player, k, 32, 9)
@@ -115,7 +122,7 @@ def test_player_specs_parse_and_bad_ones_are_errors():
 
 
 # --- engines through the match layer ----------------------------------------------------------------------------------
-def test_go_9x9_random_vs_gnugo_complete_scored_games():
+def test_go_9x9_random_vs_gnugo_complete_scored_games(fast_compiles):
     gnugo = players.make_player("gnugo:level=0", "go_9x9")
     rand = players.make_player("random", "go_9x9")
     games = match.play_host_match("go_9x9", rand, gnugo, jax.random.key(0), 2, opening_plies=2)
@@ -139,7 +146,7 @@ def test_go_9x9_random_vs_gnugo_complete_scored_games():
     assert all(g.result < 0 for g in games)
 
 
-def test_chess_random_vs_stockfish_complete_legal_game():
+def test_chess_random_vs_stockfish_complete_legal_game(fast_compiles):
     sf = players.make_player("uci:stockfish:skill=0,nodes=200", "chess")
     rand = players.make_player("random", "chess")
     games = match.play_host_match("chess", rand, sf, jax.random.key(1), 1, opening_plies=0)
@@ -182,39 +189,40 @@ def test_engine_failures_stop_the_match_and_name_game_and_ply(tmp_path):
 
 
 # --- the CLI on a tiny run --------------------------------------------------------------------------------------------
+# `az-jax eval` and `az-jax ladder` run by the CLI's main in this process (test_cli.az_here): the same commands, without
+# a subprocess's start-up each, sharing compiled programs (eval's 6 games against random are the program of the
+# ladder's checkpoint-vs-random pairings).
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    run = tmp_path_factory.mktemp("evalrun") / "run"
-    ok = az("train", "--game", "tic_tac_toe", "--run-dir", str(run), "--no-progress", *TINY)
-    assert ok.returncode == 0, ok.stderr[-3000:]
-    return run
+def tiny_run(request):
+    """The TINY run that test_cli.py's session fixture trains with `az-jax train` (checkpoints 1 and 2)."""
+    return request.getfixturevalue("tiny_trained_run")
 
 
 def test_eval_cli_appends_results_and_writes_games(tiny_run):
-    r = az("eval", "--run-dir", str(tiny_run), "--opponent", "random", "--games", "8", "--simulations", "4")
+    r = az_here("eval", "--run-dir", str(tiny_run), "--opponent", "random", "--games", "6", "--simulations", "4")
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "vs random (tic_tac_toe, 8 games)" in r.stdout
+    assert "vs random (tic_tac_toe, 6 games)" in r.stdout
     lines = (tiny_run / "eval" / "results.jsonl").read_text().splitlines()
     rec = json.loads(lines[-1])
-    assert rec["wins"] + rec["draws"] + rec["losses"] == 8 and rec["opponent"] == "random" and rec["step"] == 2
-    s = (rec["wins"] + rec["draws"] / 2) / 8
+    assert rec["wins"] + rec["draws"] + rec["losses"] == 6 and rec["opponent"] == "random" and rec["step"] == 2
+    s = (rec["wins"] + rec["draws"] / 2) / 6
     assert rec["score"] == pytest.approx(s)
     assert rec["elo"] == pytest.approx(elo.elo_difference(rec["wins"], rec["draws"], rec["losses"])[0])
     games_dir = tiny_run / rec["games_dir"]
     files = sorted(os.listdir(games_dir))
-    assert files == [f"game-{i:04d}.json" for i in range(1, 9)]
+    assert files == [f"game-{i:04d}.json" for i in range(1, 7)]
     g = json.loads((games_dir / files[0]).read_text())
     assert 5 <= len(g["actions"]) <= 9
 
     # a bad spec: one-line error, exit 2, the results file untouched
     before = (tiny_run / "eval" / "results.jsonl").read_bytes()
-    bad = az("eval", "--run-dir", str(tiny_run), "--opponent", "mcts:sims=-1", "--games", "8")
+    bad = az_here("eval", "--run-dir", str(tiny_run), "--opponent", "mcts:sims=-1", "--games", "6")
     assert bad.returncode == 2 and "sims must be >= 1" in error_line(bad)
     assert (tiny_run / "eval" / "results.jsonl").read_bytes() == before
 
 
 def test_ladder_cli_rates_checkpoints_with_baselines(tiny_run):
-    r = az("ladder", str(tiny_run), "--games", "6", "--simulations", "4", "--baselines", "random")
+    r = az_here("ladder", str(tiny_run), "--games", "6", "--simulations", "4", "--baselines", "random")
     assert r.returncode == 0, r.stderr[-3000:]
     out = tiny_run / "ladder"
     for name in ["ratings.csv", "ratings.md", "elo_vs_step.png", "elo_vs_time.png", "matches.jsonl"]:
@@ -232,12 +240,12 @@ def test_ladder_cli_rates_checkpoints_with_baselines(tiny_run):
     for name in ["step1", "step2"]:
         assert float(rows[name]["elo"]) == pytest.approx(fit.rating(name))
     # a second run plays nothing new (no match lines on stderr) and gives the same table
-    again = az("ladder", str(tiny_run), "--games", "6", "--simulations", "4", "--baselines", "random")
+    again = az_here("ladder", str(tiny_run), "--games", "6", "--simulations", "4", "--baselines", "random")
     assert again.returncode == 0 and " vs " not in again.stderr
     assert again.stdout == r.stdout
     assert len((out / "matches.jsonl").read_text().splitlines()) == 3
     # an unknown checkpoint step is a one-line error
-    bad = az("ladder", str(tiny_run), "--steps", "1,7")
+    bad = az_here("ladder", str(tiny_run), "--steps", "1,7")
     assert bad.returncode == 2 and "no checkpoint(s) [7]" in error_line(bad)
 
 
@@ -245,7 +253,7 @@ def test_eval_cli_with_a_player_spec_instead_of_a_run(tmp_path):
     # GNU Go (an engine, so the game runs on the host) against uniform random, one game on 9×9: GNU Go wins, and the
     # end is scored by GNU Go's final_score and by pgx's Tromp-Taylor count with the same winner.
     out = tmp_path / "evals"
-    r = az(
+    r = az_here(
         "eval",
         "--player",
         "gnugo:level=0",
@@ -264,5 +272,5 @@ def test_eval_cli_with_a_player_spec_instead_of_a_run(tmp_path):
     assert rec["score_compared"] == 1 and rec["score_agreed"] == 1
     (match_dir,) = os.listdir(out / "games")
     assert os.listdir(out / "games" / match_dir) == ["game-0001.sgf"]
-    bad = az("eval", "--player", "random", "--game", "go_8x8", "--opponent", "random")
+    bad = az_here("eval", "--player", "random", "--game", "go_8x8", "--opponent", "random")
     assert bad.returncode == 2 and "go_8x8" in error_line(bad)
