@@ -44,13 +44,6 @@ import jax.numpy as jnp
 
 from az_jax import arena
 from az_jax.agent import load_agent
-from az_jax.alphago import agent as alphago_agent
-from az_jax.alphago import apv_mcts
-from az_jax.alphago import play_agent as alphago_play_agent
-from az_jax.alphago import presets as alphago_presets
-from az_jax.alphago import reinforce as alphago_reinforce
-from az_jax.alphago import supervised as alphago_supervised
-from az_jax.alphago.policy_player import policy_actions
 from az_jax.engines.gtp import GTPEngine, find_executable
 from az_jax.engines.uci import UCIEngine, strength_options
 from az_jax.evaluation import rollout_mcts
@@ -291,12 +284,20 @@ def run_player(
 
 @functools.cache
 def _alphago_policy_apply(config, temperature: float) -> Callable:
+    # imported here, not at the top: the AlphaGo modules (and pgx's Go) cost every `az-jax` process seconds to load
+    from az_jax.alphago import supervised as alphago_supervised
+    from az_jax.alphago.policy_player import policy_actions
+
     network = alphago_supervised.network(config)
     return lambda params, states, key: policy_actions(network, config.planes, params, states, key, temperature)
 
 
 def alphago_policy_player(path: str, game: str, *, step: int | None = None, temperature: float = 0.0) -> JaxPlayer:
     """An AlphaGo policy network's run (`az-jax alphago sl`) as a player without search (see the module docstring)."""
+    # imported here, not at the top: the AlphaGo modules (and pgx's Go) cost every `az-jax` process seconds to load
+    from az_jax.alphago import reinforce as alphago_reinforce
+    from az_jax.alphago import supervised as alphago_supervised
+
     try:
         config, params, step = alphago_reinforce.restore_policy(path, step)  # p_ρ's run or p_σ's
     except alphago_supervised.SLError as e:
@@ -311,6 +312,12 @@ def alphago_search_player(rest: str, game: str, spec: str, default_simulations: 
     """`alphago:DIR[:options]`: APV-MCTS with the networks of an AlphaGo agent directory (see the module docstring).
     Options not given: the search of DIR/preset.json when there is one, else `default_simulations` (or 64) and
     APVConfig's defaults."""
+    # imported here, not at the top: the AlphaGo modules (and pgx's Go) cost every `az-jax` process seconds to load
+    from az_jax.alphago import agent as alphago_agent
+    from az_jax.alphago import apv_mcts
+    from az_jax.alphago import play_agent as alphago_play_agent
+    from az_jax.alphago import presets as alphago_presets
+
     body, options = _split_options(rest, spec)
     if not body:
         raise PlayerSpecError(f"{spec!r}: give an AlphaGo agent directory, e.g. alphago:runs/alphago9:sims=64")
