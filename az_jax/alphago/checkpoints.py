@@ -38,7 +38,7 @@ def restore(checkpoints: ocp.CheckpointManager, run_dir: str, step: int, abstrac
 def write_config(run_dir: str, config: Any, data: str, error: type[Exception], what: str) -> None:
     """Writes RUN_DIR/config.json: the dataclass `config`'s fields and the data file's absolute path; or, when the
     directory already has one, checks that every field but the data path is the same (a resumed run may read its data
-    from elsewhere). `what` names the run in the error ("an SL run")."""
+    from elsewhere). `what` names the run in the error ("an SL policy run")."""
     path = os.path.join(run_dir, CONFIG_FILE)
     wanted = {**dataclasses.asdict(config), "data": os.path.abspath(data) if data else ""}
     if os.path.exists(path):
