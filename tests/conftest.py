@@ -12,6 +12,7 @@ os.environ) share it; it is removed when that process ends. A program is loaded 
 compile options, XLA flags and devices are all equal, so results are those of a fresh compile.
 """
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -131,9 +132,20 @@ def fast_compiles():
     """XLA's optimisation passes off for one test, in this process (FAST_COMPILES does it for subprocesses): for tests
     of tiny programs that run for milliseconds and compile for tens of seconds, whose checks do not depend on how
     the machine code is optimised (a run and the run it is compared with both compile this way)."""
+    with fast_compiles_here():
+        yield
+
+
+@contextlib.contextmanager
+def fast_compiles_here():
+    """`fast_compiles` for a block: module- and session-scoped fixtures (set up before any function-scoped fixture)
+    and in-process CLI runs; the previous setting comes back when the block ends."""
+    before = jax.config.read("jax_disable_most_optimizations")
     jax.config.update("jax_disable_most_optimizations", True)
-    yield
-    jax.config.update("jax_disable_most_optimizations", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_disable_most_optimizations", before)
 
 
 def pytest_unconfigure(config):

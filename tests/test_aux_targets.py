@@ -3,7 +3,6 @@ Ownership and Score Targets"; Config.aux_ownership_weight, aux_score_weight): Go
 hand-built positions, their sign for each colour, the replay plumbing, a real training iteration, and that with the
 weights at 0 nothing changes."""
 
-import contextlib
 import dataclasses
 import re
 
@@ -23,21 +22,9 @@ from az_jax.devices import make_mesh
 from az_jax.trainer import Trainer
 from envs import go_scoring
 
-from conftest import TINY_NETWORK
+from conftest import TINY_NETWORK, fast_compiles_here
 
 pytestmark = pytest.mark.usefixtures("fast_compiles")  # tiny programs: XLA's optimisation passes off (conftest.py)
-
-
-@contextlib.contextmanager
-def fast_compiles_here():
-    """conftest.py's `fast_compiles` for the module-scoped fixtures, which pytest sets up before that function-scoped
-    fixture (their programs would otherwise compile with all of XLA's optimisation passes)."""
-    before = jax.config.read("jax_disable_most_optimizations")
-    jax.config.update("jax_disable_most_optimizations", True)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_disable_most_optimizations", before)
 
 
 GO = "go_9x9"

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 
-import jax
 import pytest
 
 from az_jax import config as config_lib
@@ -18,7 +17,7 @@ from az_jax.apps.sweep import command
 from az_jax.evaluation import ladder, match
 from envs import records
 
-from conftest import FAST_COMPILES
+from conftest import FAST_COMPILES, fast_compiles_here
 
 TINY = [
     "--set",
@@ -71,11 +70,8 @@ def az_here(*args) -> subprocess.CompletedProcess:
     out, err = io.StringIO(), io.StringIO()
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         patch.setattr(cli, "setup_process", lambda parsed: None)
-        jax.config.update("jax_disable_most_optimizations", True)
-        try:
+        with fast_compiles_here():
             code = cli.main(["--devices", "2", *args])
-        finally:
-            jax.config.update("jax_disable_most_optimizations", False)
     return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
