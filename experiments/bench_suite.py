@@ -30,6 +30,7 @@ REFERENCE = [
     "selfplay_batch_size=32",
     "selfplay_steps=16",
     "batch_size=128",
+    "augment_symmetries=false",  # the example has none (the connect_four and go_9x9 small presets do)
 ]
 CASES = {
     "connect_four_reference": ("connect_four", "small", REFERENCE),

@@ -6,8 +6,9 @@ scored on the solver benchmark (experiments/solver_benchmark.py: share of optima
 
 Protocol: `az-jax train --game connect_four --preset small --set num_iterations=100000 --set eval_every=0
 --set checkpoint_every=2 --set seed=S <variant's keys>` under `timeout -s TERM` (az-jax exits cleanly on SIGTERM; the
-last checkpoint is at most 2 iterations old). Runs one at a time on the machine (2 cores: both devices). Results are
-appended to OUT/results.jsonl (one line per variant and seed) and summarised in OUT/results.md,
+last checkpoint is at most 2 iterations old). By default one run at a time on every core; `--parallel 2
+--devices 1` trains two side by side, one XLA device (about one core) each: the same wall-clock, half the compute per
+run. Results are appended to OUT/results.jsonl (one line per variant and seed) and summarised in OUT/results.md,
 OUT/raw_vs_minutes.png and OUT/raw_vs_iterations.png.
 A run already in results.jsonl is not run again (delete its line to redo it).
 """
@@ -25,32 +26,62 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 AZ_JAX = os.path.join(os.path.dirname(sys.executable), "az-jax")
 
+# The connect_four small preset before issue 16 changed it (PUCT at 32 simulations, no symmetries): every variant
+# below is these settings with the variant's own on top, so the results stay comparable whatever the preset is today.
+FORMER_PRESET = {"search": "puct", "num_simulations": "32", "augment_symmetries": "false"}
+
+
+def _on_former(**changes: str) -> list[str]:
+    """`--set` assignments: FORMER_PRESET updated with `changes`."""
+    return [f"{k}={v}" for k, v in {**FORMER_PRESET, **changes}.items()]
+
+
 # name -> `--set` assignments on top of the connect_four small preset
 VARIANTS: dict[str, list[str]] = {
-    "preset": [],
-    "train_ratio_8": ["train_ratio=8"],
-    "gumbel": ["train_ratio=8", "search=gumbel"],
-    "value_mix": ["train_ratio=8", "value_target_mix=0.5"],
-    "forced_playouts": ["train_ratio=8", "forced_playouts_k=2"],
-    "playout_cap": ["train_ratio=8", "num_simulations=64", "full_search_fraction=0.25", "fast_simulations=16"],
-    "global_pooling": ["train_ratio=8", "global_pooling_every=2"],
-    "channels_64": ["train_ratio=8", "num_channels=64"],
+    "preset": _on_former(),
+    "train_ratio_8": _on_former(train_ratio="8"),
+    "gumbel": _on_former(train_ratio="8", search="gumbel"),
+    "value_mix": _on_former(train_ratio="8", value_target_mix="0.5"),
+    "forced_playouts": _on_former(train_ratio="8", forced_playouts_k="2"),
+    "playout_cap": _on_former(
+        train_ratio="8", num_simulations="64", full_search_fraction="0.25", fast_simulations="16"
+    ),
+    "global_pooling": _on_former(train_ratio="8", global_pooling_every="2"),
+    "channels_64": _on_former(train_ratio="8", num_channels="64"),
+    # on the former preset itself (train_ratio 2): the mirror image of each sampled position (AlphaGo Zero's
+    # augmentation; connect four has one symmetry besides the identity), the search value mixed into the value target,
+    # and both
+    "symmetries": _on_former(augment_symmetries="true"),
+    "mix": _on_former(value_target_mix="0.5"),
+    "symmetries_mix": _on_former(augment_symmetries="true", value_target_mix="0.5"),
+    # Gumbel MuZero's search and policy target at 16 simulations (Danihelka et al. 2022: its policy target improves
+    # the prior at any simulation count), so twice the games of the 32-simulation preset in the same time; with the
+    # symmetries it is today's preset
+    "gumbel16": _on_former(search="gumbel", num_simulations="16"),
+    "gumbel16_symmetries": _on_former(search="gumbel", num_simulations="16", augment_symmetries="true"),
 }
 
 
-def train(run_dir: str, assignments: list[str], seconds: float, seed: int) -> dict:
+def start_training(run_dir: str, assignments: list[str], seconds: float, seed: int, devices: int):
+    """The training subprocess of one variant and seed, stopped by SIGTERM after `seconds`."""
     sets = [
         a
         for kv in ["num_iterations=100000", "eval_every=0", "checkpoint_every=2", f"seed={seed}", *assignments]
         for a in ("--set", kv)
     ]
-    command = [AZ_JAX, "train", "--game", "connect_four", "--preset", "small", "--run-dir", run_dir, "--no-progress"]
-    start = time.time()
+    command = [AZ_JAX, *(["--devices", str(devices)] if devices else []), "train", "--game", "connect_four"]
+    command += ["--preset", "small", "--run-dir", run_dir, "--no-progress"]
     with open(run_dir + ".log", "w") as log:
-        subprocess.run(["timeout", "-s", "TERM", str(int(seconds)), *command, *sets], stdout=log, stderr=log, cwd=ROOT)
+        return subprocess.Popen(
+            ["timeout", "-s", "TERM", str(int(seconds)), *command, *sets], stdout=log, stderr=log, cwd=ROOT
+        )
+
+
+def trained(run_dir: str, start: float) -> dict:
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
         rows = [json.loads(line) for line in f]
     return {
+        "start": start,
         "seconds": time.time() - start,
         "iterations": rows[-1]["iteration"],
         "times": {r["iteration"]: r["time"] for r in rows},
@@ -127,7 +158,7 @@ def write_summary(out: str, rows: list[dict]) -> None:
                 xs = [(times[s] - t0) / 60 for s in steps] if axis == "minutes" else steps
                 ys = list(row["score"]["raw_curve"].values())
                 ax.plot(xs, ys, marker=".", color=f"C{i}", label=name if j == 0 else None)
-        ax.set_xlabel("minutes of training (2 CPU cores)" if axis == "minutes" else "iterations")
+        ax.set_xlabel("minutes of training" if axis == "minutes" else "iterations")
         ax.set_ylabel("raw policy: share of optimal moves")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
@@ -145,7 +176,14 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--curve-every", type=int, default=10, help="iterations between points of the raw curve")
+    parser.add_argument(
+        "--parallel", type=int, default=1, help="runs trained side by side (with --devices 1: one core each)"
+    )
+    parser.add_argument("--devices", type=int, default=0, help="XLA devices per run (0: az-jax's default, every core)")
     args = parser.parse_args(argv)
+    if args.parallel < 1 or args.devices < 0:
+        print("strength_ablation: --parallel must be >= 1 and --devices >= 0", file=sys.stderr)
+        return 2
     names = [v for v in args.variants.split(",") if v]
     unknown = [v for v in names if v not in VARIANTS]
     if unknown:
@@ -159,17 +197,24 @@ def main(argv=None) -> int:
         with open(results) as f:
             rows = [json.loads(line) for line in f if line.strip()]
     done = {(r["variant"], r["seed"]) for r in rows}
-    for seed in [int(s) for s in args.seeds.split(",")]:
-        for name in names:
-            if (name, seed) in done:
-                continue
+    jobs = [(n, int(s)) for s in args.seeds.split(",") for n in names if (n, int(s)) not in done]
+    for name, seed in jobs:
+        run_dir = os.path.join(args.runs, f"{name}-s{seed}")
+        if os.path.exists(run_dir):
+            print(f"strength_ablation: {run_dir} exists; remove it to rerun {name} seed {seed}", file=sys.stderr)
+            return 2
+    for first in range(0, len(jobs), args.parallel):
+        batch = jobs[first : first + args.parallel]
+        start = time.time()
+        procs = [
+            start_training(os.path.join(args.runs, f"{n}-s{s}"), VARIANTS[n], args.minutes * 60, s, args.devices)
+            for n, s in batch
+        ]
+        for proc in procs:
+            proc.wait()
+        for name, seed in batch:
             run_dir = os.path.join(args.runs, f"{name}-s{seed}")
-            if os.path.exists(run_dir):
-                print(f"strength_ablation: {run_dir} exists; remove it to rerun {name} seed {seed}", file=sys.stderr)
-                return 2
-            start = time.time()
-            trained = train(run_dir, VARIANTS[name], args.minutes * 60, seed)
-            trained["start"] = start
+            train = trained(run_dir, start)
             steps = sorted(int(s) for s in os.listdir(os.path.join(run_dir, "checkpoints")) if s.isdigit())
             steps = [s for s in steps if s % args.curve_every == 0 or s == steps[-1]]
             row = {
@@ -177,7 +222,9 @@ def main(argv=None) -> int:
                 "seed": seed,
                 "assignments": VARIANTS[name],
                 "minutes": args.minutes,
-                "train": trained,
+                "parallel": len(batch),
+                "devices": args.devices,
+                "train": train,
                 "score": score(run_dir, steps, args.simulations),
             }
             rows.append(row)
@@ -185,7 +232,7 @@ def main(argv=None) -> int:
                 f.write(json.dumps(row) + "\n")
             s = row["score"]
             print(
-                f"{name} seed {seed}: {trained['iterations']} iterations in {trained['seconds']:.0f} s; raw "
+                f"{name} seed {seed}: {train['iterations']} iterations in {train['seconds']:.0f} s; raw "
                 f"{s['raw']['optimal']:.3f}, search{args.simulations} {s[f'search{args.simulations}']['optimal']:.3f}",
                 flush=True,
             )

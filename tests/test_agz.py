@@ -35,7 +35,14 @@ pytestmark = pytest.mark.usefixtures("fast_compiles")
 # --- the variant and its switches ----------------------------------------------------------------------------------
 def test_variant_sets_the_switches_and_explicit_switches_win():
     small = preset("connect_four", "small")
-    assert small.variant == "alphazero" and not any(small.switches.values())
+    # The small preset is AlphaZero plus one switch of its own, the mirror-image augmentation (experiments/STRENGTH.md)
+    assert small.variant == "alphazero"
+    assert small.switches == {
+        "gating": False,
+        "resign": False,
+        "augment_symmetries": True,
+        "search_symmetries": False,
+    }
     agz = override(small, ["variant=alphago_zero"])
     assert agz.switches == {"gating": True, "resign": True, "augment_symmetries": True, "search_symmetries": True}
     # A switch given beside the variant wins over it, whichever comes first on the command line.
@@ -46,8 +53,8 @@ def test_variant_sets_the_switches_and_explicit_switches_win():
             "augment_symmetries": True,
             "search_symmetries": True,
         }
-    # Each switch alone in alphazero mode (an ablation).
-    assert override(small, ["resign=true"]).switches == {
+    # Each switch alone in alphazero mode (an ablation); the variant itself turns all four off.
+    assert override(small, ["variant=alphazero", "resign=true"]).switches == {
         "gating": False,
         "resign": True,
         "augment_symmetries": False,

@@ -8,6 +8,8 @@ game's positions in one batch.
 Tic-tac-toe actions are cells 0..8 row-major; connect four actions are columns 0..6.
 """
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -154,3 +156,38 @@ def test_eval_search_picks_the_search_of_greedy_play():
     # considered children once each (4 simulations, the first phase).
     np.testing.assert_array_equal(np.sort(visits[""])[::-1][:2], [4, 0])
     np.testing.assert_array_equal(np.sort(visits["gumbel"])[::-1][:5], [1, 1, 1, 1, 0])
+
+
+def test_puct_target_at_few_simulations_on_go_is_one_hot_where_gumbels_is_the_prior():
+    # Why PUCT at the small preset's 32 simulations does not learn go_9x9 (experiments/GO_9X9.md), on the empty board
+    # with a network that has no opinion (uniform prior over the 82 legal actions, value 0), no noise.
+    env, _ = envs.make_env("go_9x9")
+    apply_fn, variables = uninformative_model(env)
+    states = jax.vmap(env.init)(jax.random.split(jax.random.key(0), 1))
+    assert int(states.legal_action_mask.sum()) == 82  # 81 points + pass
+    config = preset("go_9x9", "small")
+    targets = {}
+    for algorithm, simulations in (("puct", 32), ("gumbel", 16)):
+        settings = dataclasses.replace(
+            search.SearchConfig.for_selfplay(config), algorithm=algorithm, num_simulations=simulations
+        )
+        settings = dataclasses.replace(settings, dirichlet_fraction=0.0, gumbel_scale=0.0)
+        out = jax.jit(lambda v, s, k, settings=settings: search.run_search(apply_fn, env, v, k, s, settings))(
+            variables, jax.jit(lambda s: s)(states), jax.random.key(1)
+        )
+        targets[algorithm] = (np.asarray(search.visit_counts(out))[0], np.asarray(out.action_weights)[0])
+    # PUCT scores an unvisited child C(s)·P·sqrt(N) <= 1.2516 · (1/82) · sqrt(31) = 0.068 (C(s) = 1.25 +
+    # log((1 + 32 + 19652) / 19652) = 1.2516), and the first child visited Q = 0.5 (value 0 on [0, 1]) plus its own
+    # term: the search never leaves it. A second child needs C·P·sqrt(N) > 0.5, sqrt(N) > 0.5 · 82 / 1.25 = 32.8,
+    # N > 1,076 simulations. So the training target (the visit distribution) is one-hot on an arbitrary move: in
+    # self-play, on the move the root's Dirichlet noise favoured.
+    visits, weights = targets["puct"]
+    np.testing.assert_array_equal(np.sort(visits)[::-1][:2], [32, 0])
+    assert weights.max() == 1.0
+    # Gumbel's target softmax(logits + σ(completed Q)) completes every unvisited action's Q with the value estimate
+    # (0 here), equal to the visited ones' Q = 0: the target is the prior, 1/82 on every legal action, so a search
+    # that learned nothing teaches nothing (Danihelka et al. 2022, §4 and eq. 10).
+    _, weights = targets["gumbel"]
+    np.testing.assert_allclose(weights, np.full(82, 1 / 82), rtol=1e-5)
+    # The small preset trains go_9x9 with Gumbel's target at 16 simulations.
+    assert (config.search, config.num_simulations) == ("gumbel", 16)
