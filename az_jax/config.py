@@ -571,8 +571,8 @@ def _small(game: str) -> Config:
             eval_search="gumbel",
         ),
         # Gumbel MuZero's search and policy target at 16 simulations, and the mirror image of half the trained
-        # positions (experiments/STRENGTH.md, §3): after 8 minutes on one core, 2 seeds, the share of optimal moves on
-        # the solver set went from 0.58 raw / 0.77 with 64-simulation search (PUCT-32, no symmetries) to 0.70 / 0.83.
+        # positions (experiments/STRENGTH.md, §3): after 8 minutes on one core, 3 seeds, the share of optimal moves on
+        # the solver set went from 0.58 raw / 0.76 with 64-simulation search (PUCT-32, no symmetries) to 0.70 / 0.83.
         "connect_four": dict(
             num_blocks=3,
             num_channels=32,
@@ -584,11 +584,11 @@ def _small(game: str) -> Config:
             augment_symmetries=True,
         ),
         # Gumbel MuZero's search and policy target at 16 simulations, and a random board symmetry on every trained
-        # position (experiments/GO_9X9.md). PUCT's visit target at 32 simulations is one-hot on about 1.9 of ~53
-        # legal moves (an unvisited child scores as a loss and its exploration term, C·P·sqrt(N) with P ≈ 1/50, stays
-        # below a visited child's Q ≈ 0.5), so it trains the policy on the root noise; Gumbel's completed-Q target
-        # improves the prior at any count (Danihelka et al. 2022). Measured after 30 minutes on one core, seed 1,
-        # 100 games against random play: PUCT-32 with symmetries 0.72, Gumbel-16 with symmetries 1.00.
+        # position (experiments/GO_9X9.md). PUCT's visit target at 32 simulations is spread over 1.9 of ~57 legal
+        # moves on average (an unvisited child scores as a loss and its exploration term, C·P·sqrt(N) with
+        # P ≈ 1/50, stays below a visited child's Q ≈ 0.5), so it trains the policy on the root noise; Gumbel's
+        # completed-Q target improves the prior at any count (Danihelka et al. 2022). Measured after 30 minutes on one
+        # core, seed 1, 100 games against random play: PUCT-32 with symmetries 0.72, Gumbel-16 with symmetries 1.00.
         "go_9x9": dict(
             num_blocks=4,
             num_channels=32,

@@ -173,10 +173,10 @@ def test_puct_target_at_few_simulations_on_go_is_one_hot_where_gumbels_is_the_pr
         )
         settings = dataclasses.replace(settings, dirichlet_fraction=0.0, gumbel_scale=0.0)
         out = jax.jit(lambda v, s, k, settings=settings: search.run_search(apply_fn, env, v, k, s, settings))(
-            variables, jax.jit(lambda s: s)(states), jax.random.key(1)
+            variables, states, jax.random.key(1)
         )
         targets[algorithm] = (np.asarray(search.visit_counts(out))[0], np.asarray(out.action_weights)[0])
-    # PUCT scores an unvisited child C(s)·P·sqrt(N) <= 1.2516 · (1/82) · sqrt(31) = 0.068 (C(s) = 1.25 +
+    # PUCT scores an unvisited child C(s)·P·sqrt(N) <= 1.2516 · (1/82) · sqrt(31) = 0.085 (C(s) = 1.25 +
     # log((1 + 32 + 19652) / 19652) = 1.2516), and the first child visited Q = 0.5 (value 0 on [0, 1]) plus its own
     # term: the search never leaves it. A second child needs C·P·sqrt(N) > 0.5, sqrt(N) > 0.5 · 82 / 1.25 = 32.8,
     # N > 1,076 simulations. So the training target (the visit distribution) is one-hot on an arbitrary move: in
@@ -186,7 +186,7 @@ def test_puct_target_at_few_simulations_on_go_is_one_hot_where_gumbels_is_the_pr
     assert weights.max() == 1.0
     # Gumbel's target softmax(logits + σ(completed Q)) completes every unvisited action's Q with the value estimate
     # (0 here), equal to the visited ones' Q = 0: the target is the prior, 1/82 on every legal action, so a search
-    # that learned nothing teaches nothing (Danihelka et al. 2022, §4 and eq. 10).
+    # that learned nothing teaches nothing (Danihelka et al. 2022, §4, completed Q-values).
     _, weights = targets["gumbel"]
     np.testing.assert_allclose(weights, np.full(82, 1 / 82), rtol=1e-5)
     # The small preset trains go_9x9 with Gumbel's target at 16 simulations.
