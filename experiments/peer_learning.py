@@ -54,10 +54,10 @@ import json
 import os
 import sys
 import time
-import types
 from typing import Any
 
 import numpy as np
+from pgx_example import import_example, shuffled_minibatches
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROG = "peer_learning"
@@ -168,21 +168,6 @@ def example_overrides(args) -> list[str]:
     ]
 
 
-def import_example(example_dir: str, overrides: list[str]) -> types.ModuleType:
-    """The example's `train` module, configured by `overrides` (it reads its config from sys.argv when imported)."""
-    sys.modules.setdefault("wandb", types.ModuleType("wandb"))  # imported by the example, used only by its main loop
-    import pgx
-
-    # Called at import for its `evaluate`'s opponent: pgx has no connect_four baseline. Only `evaluate` uses it.
-    pgx.make_baseline_model = lambda model_id, *a, **k: None  # type: ignore[assignment]
-    sys.path.insert(0, os.path.abspath(example_dir))
-    argv, sys.argv = sys.argv, ["train.py", *overrides]
-    try:
-        return importlib.import_module("train")
-    finally:
-        sys.argv = argv
-
-
 def save_network(path: str, model) -> None:
     """(params, state) of one device -> an .npz keyed by jax.tree_util key paths; never overwrites."""
     import jax
@@ -247,16 +232,9 @@ def train(ex, args, out: str) -> list[dict]:
         rng_key, subkey = jax.random.split(rng_key)
         data = ex.selfplay(model, jax.random.split(subkey, n))
         samples = ex.compute_loss_input(data)
-        samples = jax.device_get(samples)  # (devices, batch, max_num_steps, ...)
-        frames += samples.obs.shape[0] * samples.obs.shape[1] * samples.obs.shape[2]
-        samples = jax.tree.map(lambda x: x.reshape((-1, *x.shape[3:])), samples)
         rng_key, subkey = jax.random.split(rng_key)
-        ixs = jax.random.permutation(subkey, jnp.arange(samples.obs.shape[0]))
-        samples = jax.tree.map(lambda x, ixs=ixs: x[ixs], samples)
-        num_updates = samples.obs.shape[0] // args.training_batch_size
-        minibatches = jax.tree.map(
-            lambda x, num_updates=num_updates: x.reshape((num_updates, n, -1) + x.shape[1:]), samples
-        )
+        positions, num_updates, minibatches = shuffled_minibatches(samples, subkey, n, args.training_batch_size)
+        frames += positions
         policy_losses, value_losses = [], []
         for i in range(num_updates):
             minibatch = jax.tree.map(lambda x, i=i: x[i], minibatches)

@@ -28,7 +28,8 @@ import os
 import statistics
 import sys
 import time
-import types
+
+from pgx_example import import_example, shuffled_minibatches
 
 
 def main(argv=None) -> int:
@@ -65,24 +66,18 @@ def main(argv=None) -> int:
     os.environ["XLA_FLAGS"] = flags.strip()
     load_before = os.getloadavg()
 
-    sys.modules["wandb"] = types.ModuleType("wandb")  # imported by the example, used only by its main loop
-    import pgx
-
-    # The example loads a baseline network for its `evaluate` (not timed): pgx has none for connect_four, and the
-    # others are downloaded. Only `evaluate` calls it.
-    pgx.make_baseline_model = lambda model_id, *a, **k: None
-    sys.path.insert(0, os.path.abspath(args.example_dir))
-    sys.argv = [
-        "train.py",
-        f"env_id={args.game}",
-        f"selfplay_batch_size={args.selfplay_batch}",
-        f"max_num_steps={args.plies}",
-        f"training_batch_size={args.training_batch}",
-        f"num_simulations={args.simulations}",
-    ]
+    ex = import_example(  # the example's module: its config, networks and jits
+        args.example_dir,
+        [
+            f"env_id={args.game}",
+            f"selfplay_batch_size={args.selfplay_batch}",
+            f"max_num_steps={args.plies}",
+            f"training_batch_size={args.training_batch}",
+            f"num_simulations={args.simulations}",
+        ],
+    )
     import jax
     import jax.numpy as jnp
-    import train as ex  # the example's module: its config, networks and jits
 
     n = ex.num_devices
     dummy = jax.vmap(ex.env.init)(jax.random.split(jax.random.key(0), 2)).observation
@@ -101,16 +96,8 @@ def main(argv=None) -> int:
         jax.block_until_ready(samples)
         t1 = time.perf_counter()
         # The example's main loop from here: shuffle on the host, minibatches, one pmapped step per minibatch.
-        samples = jax.device_get(samples)
-        positions = samples.obs.shape[0] * samples.obs.shape[1] * samples.obs.shape[2]
-        samples = jax.tree.map(lambda x: x.reshape((-1, *x.shape[3:])), samples)
         rng_key, subkey = jax.random.split(rng_key)
-        ixs = jax.random.permutation(subkey, jnp.arange(samples.obs.shape[0]))
-        samples = jax.tree.map(lambda x, ixs=ixs: x[ixs], samples)
-        num_updates = samples.obs.shape[0] // args.training_batch
-        minibatches = jax.tree.map(
-            lambda x, num_updates=num_updates: x.reshape((num_updates, n, -1) + x.shape[1:]), samples
-        )
+        positions, num_updates, minibatches = shuffled_minibatches(samples, subkey, n, args.training_batch)
         losses = []
         for i in range(num_updates):
             minibatch = jax.tree.map(lambda x, i=i: x[i], minibatches)
