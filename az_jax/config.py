@@ -107,6 +107,11 @@ class Config:
     # Fixed baselines of those evaluations: JAX player specs of az_jax/evaluation/players.py (random, mcts:sims=N,
     # run:DIR@STEP), ';'-separated on the command line; logged as eval/vs_<name>_score
     eval_opponents: tuple[str, ...] = ("random",)
+    # connect_four only: every evaluation also scores the network on the solver set (az_jax/evaluation/
+    # connect_four_solver.py: 1,000 labelled positions), its raw policy and its greedy search at this many
+    # simulations; logged as eval/solver_raw, eval/solver_search, eval/solver_search_drawn (shares of optimal moves).
+    # 0: off
+    eval_solver_simulations: int = 0
     # --- AlphaGo Zero vs AlphaZero (AlphaGo Zero Methods; AlphaZero's list of what it changed) -----------------------
     # `variant` names the algorithm; given to override() (or `--set`, or a preset) it sets gating, resign,
     # augment_symmetries and search_symmetries to its values (VARIANTS), and any of those four given in the same
@@ -223,6 +228,12 @@ class Config:
                     f"eval_opponents: {spec!r} is not a player that runs inside training; use random, "
                     f"mcts:sims=N or run:DIR@STEP (engines: `az-jax eval`)"
                 )
+        if self.eval_solver_simulations < 0:
+            raise ConfigError(f"eval_solver_simulations must be >= 0, got {self.eval_solver_simulations}")
+        if self.eval_solver_simulations and self.game != "connect_four":
+            raise ConfigError(
+                f"eval_solver_simulations: the solver set is connect four's; {self.game} has none (set it to 0)"
+            )
         if self.min_replay_size > self.replay_capacity:
             raise ConfigError(
                 f"min_replay_size ({self.min_replay_size}) must not exceed replay_capacity "
@@ -382,6 +393,7 @@ RESUMABLE_KEYS = frozenset(
         "eval_simulations",
         "eval_opponents",
         "eval_search",
+        "eval_solver_simulations",
     }
 )
 

@@ -299,6 +299,16 @@ def gate(
     )
 
 
+def position_moves(
+    setup: Setup, variables: dict, states: pgx.State, rng_key: jax.Array, *, num_simulations: int
+) -> tuple[jax.Array, jax.Array]:
+    """This device's moves in its share of a set of positions `states` [n, ...]: the raw policy's argmax over legal
+    moves and the greedy search's move at `num_simulations`, each [n]. The key (replicated) is consumed."""
+    logits = setup.apply_fn(variables, states.observation)[0]  # [n, A]
+    raw = jnp.argmax(jnp.where(states.legal_action_mask, logits, -jnp.inf), axis=-1)
+    return raw, greedy_player(setup, variables, num_simulations)(states, device_key(rng_key))
+
+
 def match(
     setup: Setup, variables: dict, rng_key: jax.Array, *, opponent: arena.PlayerFn, num_games: int, num_simulations: int
 ) -> jax.Array:

@@ -11,12 +11,17 @@ import time
 from collections.abc import Callable
 
 import jax
+import numpy as np
 from jax.experimental import multihost_utils
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from az_jax import arena, distributed
 from az_jax import checkpoint as ckpt
 from az_jax import config as config_lib
-from az_jax.devices import make_mesh
+from az_jax.devices import DEVICE_AXIS, make_mesh
+from az_jax.evaluation import connect_four_solver as solver_lib
+from az_jax.evaluation import positions as positions_lib
 from az_jax.evaluation.players import JaxPlayer, make_player
 from az_jax.iteration import TrainState
 from az_jax.metrics import MetricsWriter
@@ -57,6 +62,43 @@ def baseline_matches(trainer: Trainer, num_games: int, num_simulations: int) -> 
             raise config_lib.ConfigError(f"eval_opponents: {spec!r} is an external engine; use `az-jax eval`")
         matches[player.name] = trainer.match(player.fn, num_games, num_simulations)
     return matches
+
+
+def load_solver_set() -> solver_lib.PositionSet:
+    """Connect four's solver set (config.eval_solver_simulations); a ConfigError if it cannot be read."""
+    try:
+        return solver_lib.load(solver_lib.DEFAULT_POSITIONS)
+    except (OSError, ValueError) as e:
+        raise config_lib.ConfigError(f"eval_solver_simulations: cannot read the solver set: {e}") from None
+
+
+def solver_probe(
+    trainer: Trainer, positions: solver_lib.PositionSet, num_simulations: int
+) -> Callable[[dict, jax.Array], dict]:
+    """(variables, key) -> {eval/solver_*: share of optimal moves} on labelled connect-four `positions`
+    (az_jax/evaluation/connect_four_solver.py): the raw policy's and the greedy search's, overall and in drawn
+    positions. The positions are padded (repeating the first) to a multiple of the mesh size and sharded over it."""
+    count = len(positions.moves)
+    moves = np.concatenate([positions.moves, np.repeat(positions.moves[:1], -count % trainer.num_devices, axis=0)])
+    host_states = jax.device_get(positions_lib.states_from_moves(trainer.setup.env, moves))
+    sharding = NamedSharding(trainer.mesh, P(DEVICE_AXIS))
+    states = jax.tree.map(  # every process holds the whole set and gives each of its devices that device's rows
+        lambda x: jax.make_array_from_callback(x.shape, sharding, lambda index: x[index]), host_states
+    )
+    program = trainer.position_moves(num_simulations)
+    drawn = positions.value == 0
+
+    def probe(variables: dict, rng_key: jax.Array) -> dict:
+        raw, searched = (np.asarray(distributed.fetch(a))[:count] for a in program(variables, states, rng_key))
+        rows = np.arange(count)
+        raw_ok, search_ok = positions.optimal[rows, raw], positions.optimal[rows, searched]
+        return {
+            "eval/solver_raw": float(raw_ok.mean()),
+            "eval/solver_search": float(search_ok.mean()),
+            "eval/solver_search_drawn": float(search_ok[drawn].mean()),
+        }
+
+    return probe
 
 
 def prepare_run_dir(config: config_lib.Config, run_dir: str) -> config_lib.Config:
@@ -142,10 +184,14 @@ def train_and_evaluate(
     start = int(jax.device_get(state.iteration))
     eval_sims = config.eval_simulations or config.num_simulations
     matches = baseline_matches(trainer, config.eval_games, eval_sims) if config.eval_every else {}
+    probe = None
+    if config.eval_every and config.eval_solver_simulations:
+        probe = solver_probe(trainer, load_solver_set(), config.eval_solver_simulations)
     # Keys independent of the run's key stream, pure functions of the seed: a resumed run evaluates and gates
     # identically.
     eval_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_003)
     gating_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_033)
+    solver_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_037)
     # initial=start: what an interrupted run logged after its last checkpoint is dropped; those iterations run again.
     writer = MetricsWriter(
         run_dir, total=config.num_iterations, initial=start, progress=progress, active=distributed.is_main_process()
@@ -178,7 +224,13 @@ def train_and_evaluate(
                     "perf/train_samples_per_second": metrics["train/steps"] * config.batch_size / seconds,
                 }
             )
-            if matches and (done % config.eval_every == 0 or done == config.num_iterations):
+            evaluating = config.eval_every and (done % config.eval_every == 0 or done == config.num_iterations)
+            if evaluating and probe is not None:
+                t1 = time.perf_counter()
+                variables = {"params": state.params, "batch_stats": state.batch_stats}
+                metrics.update(probe(variables, jax.random.fold_in(solver_key, done)))
+                metrics["eval/solver_seconds"] = time.perf_counter() - t1
+            if matches and evaluating:
                 variables = {"params": state.params, "batch_stats": state.batch_stats}
                 for name, match in matches.items():
                     t1 = time.perf_counter()

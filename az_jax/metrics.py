@@ -87,6 +87,8 @@ class MetricsWriter:
         }
         if "eval/vs_random_score" in metrics:
             postfix["vs_random"] = f"{metrics['eval/vs_random_score']:.3f}"
+        if "eval/solver_raw" in metrics:  # shares of optimal moves on connect four's solver set: raw / search
+            postfix["solver"] = f"{metrics['eval/solver_raw']:.3f}/{metrics['eval/solver_search']:.3f}"
         self._bar.set_postfix(postfix, refresh=False)
         self._bar.update(1)
 

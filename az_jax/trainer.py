@@ -82,6 +82,12 @@ class Trainer:
             donate_argnums=2,
         )
 
+    def position_moves(self, num_simulations: int):
+        """(variables, states, key) -> (raw moves [P], search moves [P]) on positions `states` [P, ...] sharded over
+        the mesh (P divisible by its size): the network's raw policy and its greedy search (solver benchmarks)."""
+        fn = functools.partial(iteration_lib.position_moves, self.setup, num_simulations=num_simulations)
+        return sharded(fn, self.mesh, (P(), P(DEVICE_AXIS), P()), (P(DEVICE_AXIS), P(DEVICE_AXIS)))
+
     def match(self, opponent: arena.PlayerFn, num_games: int, num_simulations: int):
         """(variables, key) -> results [num_games]: the network against `opponent` (uniform random, rollout MCTS,
         another run's network), games split over the mesh, random openings paired with colours swapped."""

@@ -11,7 +11,6 @@ Any other connect-four player is scored the same way: wrap it as a `(states, key
 
 import argparse
 import json
-import os
 import sys
 
 import jax
@@ -22,7 +21,7 @@ from az_jax.checkpoint import CheckpointError
 from az_jax.evaluation import connect_four_solver as solver_lib
 from az_jax.evaluation.evaluate import evaluate
 
-DEFAULT_POSITIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "connect_four_positions.jsonl")
+DEFAULT_POSITIONS = solver_lib.DEFAULT_POSITIONS
 
 
 def benchmark_agent(agent, positions: solver_lib.PositionSet, simulations: int) -> dict:

@@ -25,10 +25,13 @@ def test_unknown_key_is_rejected_naming_it():
         ("num_blocks=-1", "num_blocks"),
         ("dirichlet_fraction=1.5", "dirichlet_fraction"),
         ("game=nope", "nope"),
+        ("eval_solver_simulations=-1", "eval_solver_simulations"),
+        # the default game is connect four; the solver set is its own
+        ("game=tic_tac_toe eval_solver_simulations=64", "eval_solver_simulations"),
     ],
 )
 def test_invalid_value_is_rejected_naming_the_key(assignment, key):
-    config = override(Config(), [assignment])  # parses; validate() judges the value
+    config = override(Config(), assignment.split())  # parses; validate() judges the value
     with pytest.raises(ConfigError, match=key):
         config.validate()
 

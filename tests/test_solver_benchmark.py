@@ -9,8 +9,14 @@ import numpy as np
 import pgx
 import pytest
 
+from az_jax.config import override, preset
+from az_jax.devices import make_mesh
 from az_jax.evaluation import connect_four_solver as solver_lib
 from az_jax.evaluation.positions import states_from_moves
+from az_jax.loop import solver_probe
+from az_jax.trainer import Trainer
+
+from conftest import TINY_NETWORK, tiny_variables
 
 ROWS, COLS = 6, 7
 
@@ -136,3 +142,29 @@ def test_a_malformed_position_file_is_one_clear_error(tmp_path):
     path.write_text("not json\n")
     with pytest.raises(ValueError, match=r"positions.jsonl:1: not a position line"):
         solver_lib.load(str(path))
+
+
+def test_in_training_probe_scores_raw_and_search_moves_and_drops_the_padding(two_devices, fast_compiles):
+    """`eval_solver_simulations`' probe on 3 hand-labelled positions, sharded over 2 devices (padded to 4 with a copy
+    of the first). The network is all zeros: uniform prior, value 0. Its raw move is the argmax of equal logits, the
+    first legal column 0; its 8-simulation search finds an immediate win, whose terminal reward is +1 against 0.
+
+    * "656565": the first player has three stones in column 6 and wins there; only 6 is labelled optimal. Raw plays
+      0 (wrong), search plays 6 (right).
+    * "": every column labelled a draw (score 0), so every move is optimal: both right, and it is the one drawn row.
+    * "656565" again.
+
+    Raw: 1 of 3 = 0.333 (with the padding row counted it would be 1 of 4). Search: 3 of 3. Drawn, search: 1 of 1."""
+    win_in_6 = [1 if c == 6 else -1 for c in range(7)]
+    positions = solver_lib.PositionSet(
+        moves=solver_lib._pad([[6, 5, 6, 5, 6, 5], [], [6, 5, 6, 5, 6, 5]]),
+        scores=np.array([win_in_6, [0] * 7, win_in_6], np.int32),
+    )
+    config = override(preset("connect_four", "small"), TINY_NETWORK)
+    trainer = Trainer(config, make_mesh(two_devices))
+    obs = jnp.zeros((1, *trainer.setup.env.observation_shape), jnp.float32)
+    variables = tiny_variables(trainer.setup.network, obs, zero=True)
+    metrics = solver_probe(trainer, positions, num_simulations=8)(variables, jax.random.key(0))
+    assert metrics["eval/solver_raw"] == pytest.approx(1 / 3)
+    assert metrics["eval/solver_search"] == 1.0
+    assert metrics["eval/solver_search_drawn"] == 1.0

@@ -16,6 +16,7 @@ Columns are 0–6 from the left in both pgx and BitBully.
 """
 
 import json
+import os
 from typing import NamedTuple
 
 import bitbully
@@ -27,6 +28,13 @@ from az_jax.evaluation import positions as positions_lib
 
 NUM_COLUMNS = 6 + 1
 FULL = -100  # stands for a full column's score (no move)
+# The held-out set of 1,000 positions (experiments/connect_four_positions.py made it), in the repository
+DEFAULT_POSITIONS = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    "experiments",
+    "data",
+    "connect_four_positions.jsonl",
+)
 
 
 def solver():
