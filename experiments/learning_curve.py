@@ -1,5 +1,7 @@
 """Prints a run's evaluation curve from RUN_DIR/metrics.jsonl: iteration, wall-clock since the start, gradient
-steps, the score against each fixed baseline of the run's `eval_opponents` (W + D/2 over the games) and the losses.
+steps, the score against each fixed baseline of the run's `eval_opponents` (W + D/2 over the games), the shares of
+optimal moves on connect four's solver set when the run logged them (`eval_solver_simulations`: raw policy, search,
+search in drawn positions) and the losses.
 
     python experiments/learning_curve.py runs/connect_four-small
 """
@@ -34,6 +36,7 @@ def curve(run_dir: str) -> tuple[list[str], list[dict]]:
                 "steps": int(steps),
                 "games": games,
                 "scores": {n: r[f"eval/vs_{n}_score"] for n in found},
+                "solver": tuple(r.get(f"eval/solver_{k}") for k in ("raw", "search", "search_drawn")),
                 "value_loss": r["train/value_loss"],
                 "policy_loss": r["train/policy_loss"],
             }
@@ -46,15 +49,15 @@ if __name__ == "__main__":
     parser.add_argument("run_dir")
     args = parser.parse_args()
     names, rows = curve(args.run_dir)
-    print(
-        "| iteration | minutes | gradient steps | "
-        + " | ".join(f"score vs {n} (games)" for n in names)
-        + " | value loss | policy loss |"
-    )
-    print("|---" * (5 + len(names)) + "|")
+    solver = any(row["solver"][0] is not None for row in rows)
+    solver_heads = ["solver raw", "solver search", "solver search, drawn"] if solver else []
+    heads = [f"score vs {n} (games)" for n in names] + solver_heads
+    print("| iteration | minutes | gradient steps | " + " | ".join(heads) + " | value loss | policy loss |")
+    print("|---" * (5 + len(heads)) + "|")
     for row in rows:
-        scores = " | ".join(f"{row['scores'][n]:.3f} ({row['games'][n]})" if n in row["scores"] else "" for n in names)
+        cells = [f"{row['scores'][n]:.3f} ({row['games'][n]})" if n in row["scores"] else "" for n in names]
+        cells += ["" if v is None else f"{v:.3f}" for v in row["solver"]] if solver else []
         print(
-            f"| {row['iteration']} | {row['minutes']:.1f} | {row['steps']} | {scores} | "
+            f"| {row['iteration']} | {row['minutes']:.1f} | {row['steps']} | {' | '.join(cells)} | "
             f"{row['value_loss']:.3f} | {row['policy_loss']:.3f} |"
         )

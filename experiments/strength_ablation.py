@@ -64,6 +64,10 @@ VARIANTS: dict[str, list[str]] = {
     # 32 channels, 14.6 s at 64), so each ends on its low rate.
     "today": ["lr_boundaries=5000"],
     "today_64ch": ["num_channels=64", "lr_boundaries=1350"],
+    # twice the gradient steps per generated position (32 steps of 256 per iteration; ~5.5 s an iteration expected)
+    "today_tr4": ["train_ratio=4", "lr_boundaries=7300"],
+    # Gumbel at 32 simulations: better targets, half the games (~8 s an iteration expected)
+    "today_sims32": ["num_simulations=32", "lr_boundaries=2500"],
 }
 
 
