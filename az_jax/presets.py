@@ -1,0 +1,190 @@
+"""The named starting points of a run (`az-jax train --preset NAME`): the papers' settings, AlphaGo Zero's, and the
+CPU-scale `small` presets with the measurements they come from. Each is a `Config`; `--set` changes any key on top."""
+
+import dataclasses
+from typing import Any
+
+from az_jax.config import Config, ConfigError, get_game_or_error, override
+
+PRESETS = ("small", "paper", "alphago_zero", "small_agz")
+
+
+def _paper(game: str) -> Config:
+    """The papers' full-scale settings (AlphaZero, Silver et al., Science 2018, Methods and supplementary materials;
+    the published pseudocode)."""
+    lrs = (0.02, 0.002, 0.0002) if game.startswith("go_") else (0.2, 0.02, 0.002, 0.0002)
+    bounds = (300_000, 500_000) if game.startswith("go_") else (100_000, 300_000, 500_000)
+    # Paper: 700k steps of batch 4096 with 5,000 TPUs of self-play. The replay window is in games in the papers
+    # (AGZ: 500k games, AZ pseudocode: 1M games); on one device we keep 1M positions.
+    return Config(
+        game=game,
+        num_iterations=700_000 // 32,
+        num_blocks=19,
+        num_channels=256,
+        num_simulations=800,
+        selfplay_batch_size=1024,
+        selfplay_steps=32,
+        replay_capacity=1_000_000,
+        min_replay_size=65_536,
+        batch_size=4096,
+        learning_rates=lrs,
+        lr_boundaries=bounds,
+    )
+
+
+def _small(game: str) -> Config:
+    """A laptop-CPU / single-GPU scale: minutes for the small games on 2 cores. Not in the papers."""
+    base: dict[str, Any] = dict(
+        game=game,
+        num_blocks=2,
+        num_channels=32,
+        value_hidden=64,
+        num_simulations=32,
+        selfplay_batch_size=128,
+        selfplay_steps=16,
+        replay_capacity=65_536,
+        min_replay_size=1024,
+        # The paper's 0.2 is for minibatches of 4096; scaled linearly to 256 it is 0.0125. Measured on
+        # connect_four (fixed buffer, 64 steps): value loss 0.17 at 0.02, stuck at 1.0 at 0.1 and 0.5.
+        batch_size=256,
+        train_ratio=2.0,
+        learning_rates=(0.02, 0.002),
+        lr_boundaries=(5000,),
+        checkpoint_every=5,
+        eval_every=5,
+        eval_games=200,
+        eval_simulations=32,
+        num_iterations=60,
+        # every checkpoint is kept (~2 MB each at this scale) so `az-jax ladder` can rate the whole run
+        keep_checkpoints=0,
+    )
+    per_game: dict[str, dict[str, Any]] = {
+        # Checked move by move against minimax in all 4,520 reachable positions (experiments/TIC_TAC_TOE.md): τ = 1
+        # for the whole game, Dirichlet ε = 0.5 and a value target mixed 0.75 with the root's search value took the
+        # raw policy from 116-286 wrong moves to 9-36 and 32-simulation search from 18-33 to 0-2 (PUCT) and 0
+        # (Gumbel's greedy move, which is chosen by value: `eval_search`). 4 positions trained per generated.
+        "tic_tac_toe": dict(
+            num_simulations=32,
+            selfplay_batch_size=128,
+            selfplay_steps=9,
+            num_iterations=100,
+            train_ratio=4.0,
+            learning_rates=(0.1, 0.01),
+            lr_boundaries=(1200,),
+            temperature_moves=9,
+            dirichlet_fraction=0.5,
+            value_target_mix=0.75,
+            eval_search="gumbel",
+        ),
+        # Gumbel MuZero's search and policy target at 16 simulations, and the mirror image of half the trained
+        # positions (experiments/STRENGTH.md, §3): after 8 minutes on one core, 3 seeds, the share of optimal moves on
+        # the solver set went from 0.58 raw / 0.76 with 64-simulation search (PUCT-32, no symmetries) to 0.70 / 0.83.
+        "connect_four": dict(
+            num_blocks=3,
+            num_channels=32,
+            num_iterations=100,
+            eval_every=10,
+            eval_opponents=("random", "mcts:sims=100"),
+            search="gumbel",
+            num_simulations=16,
+            augment_symmetries=True,
+        ),
+        # Gumbel MuZero's search and policy target at 16 simulations, and a random board symmetry on every trained
+        # position (experiments/GO_9X9.md). PUCT's visit target at 32 simulations is spread over 1.9 of ~57 legal
+        # moves on average (an unvisited child scores as a loss and its exploration term, C·P·sqrt(N) with
+        # P ≈ 1/50, stays below a visited child's Q ≈ 0.5), so it trains the policy on the root noise; Gumbel's
+        # completed-Q target improves the prior at any count (Danihelka et al. 2022). Measured after 30 minutes on one
+        # core, seed 1, 100 games against random play: PUCT-32 with symmetries 0.72, Gumbel-16 with symmetries 1.00.
+        "go_9x9": dict(
+            num_blocks=4,
+            num_channels=32,
+            selfplay_steps=16,
+            num_iterations=100,
+            search="gumbel",
+            num_simulations=16,
+            augment_symmetries=True,
+        ),
+    }
+    return dataclasses.replace(Config(), **{**base, **per_game.get(game, {})})
+
+
+def _alphago_zero(game: str) -> Config:
+    """AlphaGo Zero's 20-block run (AlphaGo Zero, Silver et al., Nature 2017, Methods: network, search, self-play,
+    optimisation, evaluator), with the AlphaGo Zero switches on (variant)."""
+    config = dataclasses.replace(
+        _paper(game),
+        # 20 blocks = the stem's conv block + 19 residual blocks, 256 filters (AGZ "Neural network architecture")
+        num_blocks=19,
+        num_channels=256,
+        value_hidden=256,
+        # 1,600 simulations per move in self-play and in gating games (AGZ "Self-play", "Evaluator"). AGZ's c_puct is
+        # NOT IN THE PAPERS (tuned by Gaussian-process optimisation); we keep AlphaZero's C(s) (c_init, c_base), which
+        # is nearly constant over a search of 1,600 simulations.
+        num_simulations=1600,
+        gating_simulations=1600,
+        # Dirichlet ε = 0.25 (AGZ "Self-play"); α: the game's (envs/registry.py; 0.03 for 19×19 Go, as AGZ).
+        dirichlet_fraction=0.25,
+        # τ = 1 for the first 30 moves, then τ → 0 (AGZ "Self-play")
+        temperature_moves=30,
+        # 64 workers × 32 = minibatch 2,048; SGD momentum 0.9; c = 1e-4; learning rate 1e-2 → 1e-3 after 400k steps →
+        # 1e-4 after 600k steps (AGZ Extended Data Table 3, RL column); the 20-block run took 700k steps (AGZ Methods).
+        batch_size=2048,
+        momentum=0.9,
+        weight_decay=1e-4,
+        learning_rates=(1e-2, 1e-3, 1e-4),
+        lr_boundaries=(400_000, 600_000),
+        # One iteration = 1,024 games × 32 plies = 32,768 positions, and G = round(1.25 × 32,768 / 2,048) = 20 steps
+        # (positions trained per position generated: NOT IN THE PAPERS; AGZ's 700k × 2,048 samples over 4.9M games
+        # of some 200 moves is ≈ 1.4 [derived, the mean game length is not stated]). So 700k steps = 35,000
+        # iterations, and "a checkpoint every 1,000 training steps" is every 50 iterations (AGZ "Optimisation"), each
+        # one gated.
+        selfplay_batch_size=1024,
+        selfplay_steps=32,
+        train_ratio=1.25,
+        num_iterations=35_000,
+        checkpoint_every=50,
+        # The window is "the most recent 500,000 games" (AGZ "Optimisation") ≈ 10^8 positions at ~200 moves per game
+        # (mean length NOT IN THE PAPERS): ~800 GB for 19×19 Go at ~8 KB a position, so on device we keep 1M positions
+        # (~8 GB), the last ≈ 5,000 games. A replay window in positions is the choice of this implementation.
+        replay_capacity=1_000_000,
+        min_replay_size=65_536,
+        # Gating: 400 games, greedy, > 55% to replace the best player (AGZ "Evaluator"), at every checkpoint.
+        gating_games=400,
+        gating_threshold=0.55,
+        gating_every=0,
+        # Resignation: 10% of games played out, false positives kept below 5% (AGZ "Self-play"). The initial v_resign
+        # and how often it is re-set are NOT IN THE PAPERS: -0.8 (AlphaGo's resignation value) and every 500
+        # played-out games (≈ 2 iterations here, at ~200 moves per game).
+        resign_disabled_fraction=0.1,
+        resign_target_false_positive=0.05,
+        v_resign_init=-0.8,
+        resign_calibration_games=500,
+    )
+    return override(config, ["variant=alphago_zero"])
+
+
+def _small_agz(game: str) -> Config:
+    """The `small` preset with the AlphaGo Zero switches on, for CPU (connect_four, go_9x9 in minutes). Not in the
+    papers: gating matches of 64 games with the self-play budget, every 5 iterations (each checkpoint), v_resign
+    re-set every 20 played-out games (about every 2–3 iterations of connect_four at 128 games × 16 plies)."""
+    small = _small(game)
+    config = dataclasses.replace(
+        small,
+        # AlphaGo Zero searches with PUCT: where the small preset uses Gumbel's search (go_9x9), its base 32 simulations
+        search="puct",
+        num_simulations=small.num_simulations if small.search == "puct" else 32,
+        gating_games=64,
+        gating_simulations=0,
+        gating_threshold=0.55,
+        resign_disabled_fraction=0.1,
+        resign_target_false_positive=0.05,
+        resign_calibration_games=20,
+    )
+    return override(config, ["variant=alphago_zero"])
+
+
+def preset(game: str, name: str = "small") -> Config:
+    get_game_or_error(game)
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
+    return {"small": _small, "paper": _paper, "alphago_zero": _alphago_zero, "small_agz": _small_agz}[name](game)
