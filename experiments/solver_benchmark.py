@@ -4,12 +4,14 @@ and optionally its score against rollout MCTS (`az-jax eval`).
 
     python experiments/solver_benchmark.py RUN_DIR [RUN_DIR ...] [--step K] [--simulations 64]
         [--positions experiments/data/connect_four_positions.jsonl] [--mcts 200,1000 --games 100] [--json FILE]
+        [--by-depth] [--search puct|gumbel]
 
 Any other connect-four player is scored the same way: wrap it as a `(states, key) -> actions` function and call
 `connect_four_solver.evaluate`.
 """
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -24,12 +26,29 @@ from az_jax.evaluation.evaluate import evaluate
 DEFAULT_POSITIONS = solver_lib.DEFAULT_POSITIONS
 
 
-def benchmark_agent(agent, positions: solver_lib.PositionSet, simulations: int) -> dict:
-    raw = lambda states, key: jnp.argmax(agent.policy_value(states)[0], axis=-1)
-    return {
-        "raw": solver_lib.evaluate(raw, positions, jax.random.key(0)).summary(),
-        f"search{simulations}": solver_lib.evaluate(agent.player(simulations), positions, jax.random.key(1)).summary(),
-    }
+# Stones on the board: the depth buckets of `--by-depth`
+DEPTHS = ((0, 8), (8, 16), (16, 24), (24, 42))
+
+
+def benchmark_agent(agent, positions: solver_lib.PositionSet, simulations: int, by_depth: bool = False) -> dict:
+    """{"raw": summary, "searchN": summary} and with `by_depth` {"depth": {"a-b": {"raw": share, "searchN": share,
+    "positions": n}}} for the buckets of DEPTHS."""
+    raw_fn = lambda states, key: jnp.argmax(agent.policy_value(states)[0], axis=-1)
+    raw = solver_lib.evaluate(raw_fn, positions, jax.random.key(0))
+    search = solver_lib.evaluate(agent.player(simulations), positions, jax.random.key(1))
+    row = {"raw": raw.summary(), f"search{simulations}": search.summary()}
+    if by_depth:
+        depth = positions.depth
+        row["depth"] = {
+            f"{lo}-{hi - 1}": {
+                "positions": int(m.sum()),
+                "raw": float(raw.optimal[m].mean()),
+                f"search{simulations}": float(search.optimal[m].mean()),
+            }
+            for lo, hi in DEPTHS
+            if (m := (depth >= lo) & (depth < hi)).any()
+        }
+    return row
 
 
 def line(name: str, summary: dict) -> str:
@@ -51,6 +70,10 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--games", type=int, default=100)
     parser.add_argument("--json", default=None, help="append one JSON line per run to this file")
+    parser.add_argument("--by-depth", action="store_true", help="also the shares by stones on the board")
+    parser.add_argument(
+        "--search", choices=("puct", "gumbel"), default=None, help="the search to score (default: the run's own)"
+    )
     args = parser.parse_args(argv)
     try:
         positions = solver_lib.load(args.positions)
@@ -66,10 +89,18 @@ def main(argv=None) -> int:
         if agent.config.game != "connect_four":
             print(f"solver_benchmark: {run_dir} trains {agent.config.game}, not connect_four", file=sys.stderr)
             return 2
-        row = {"run_dir": run_dir, "step": agent.step, **benchmark_agent(agent, positions, args.simulations)}
-        print(f"{run_dir} @ {agent.step}")
+        if args.search:
+            agent = dataclasses.replace(agent, config=dataclasses.replace(agent.config, eval_search=args.search))
+        scores = benchmark_agent(agent, positions, args.simulations, args.by_depth)
+        row = {"run_dir": run_dir, "step": agent.step, "search": agent.config.acting_search, **scores}
+        print(f"{run_dir} @ {agent.step} ({agent.config.acting_search} search)")
         for name in ("raw", f"search{args.simulations}"):
             print("  " + line(name, row[name]))
+        for bucket, shares in row.get("depth", {}).items():
+            print(
+                f"  {bucket} stones ({shares['positions']} positions): raw {shares['raw']:.3f}, "
+                f"search {shares[f'search{args.simulations}']:.3f}"
+            )
         for sims in [int(s) for s in args.mcts.split(",") if s.strip()]:
             summary = evaluate(
                 run_dir,
