@@ -17,11 +17,13 @@ import sys
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from az_jax.agent import load_agent
 from az_jax.checkpoint import CheckpointError
 from az_jax.evaluation import connect_four_solver as solver_lib
 from az_jax.evaluation.evaluate import evaluate
+from az_jax.evaluation.positions import states_from_moves
 
 DEFAULT_POSITIONS = solver_lib.DEFAULT_POSITIONS
 
@@ -38,12 +40,17 @@ def benchmark_agent(agent, positions: solver_lib.PositionSet, simulations: int, 
     search = solver_lib.evaluate(agent.player(simulations), positions, jax.random.key(1))
     row = {"raw": raw.summary(), f"search{simulations}": search.summary()}
     if by_depth:
-        depth = positions.depth
+        depth, won, drawn = positions.depth, positions.value == 1, positions.value == 0
+        states = states_from_moves(agent.env, positions.moves)
+        value = np.asarray(agent.policy_value(states)[1])  # [P] the network's value for the mover
+        mean = lambda mask: float(value[mask].mean()) if mask.any() else float("nan")
         row["depth"] = {
             f"{lo}-{hi - 1}": {
                 "positions": int(m.sum()),
                 "raw": float(raw.optimal[m].mean()),
                 f"search{simulations}": float(search.optimal[m].mean()),
+                "value_won": mean(m & won),
+                "value_drawn": mean(m & drawn),
             }
             for lo, hi in DEPTHS
             if (m := (depth >= lo) & (depth < hi)).any()
@@ -99,7 +106,8 @@ def main(argv=None) -> int:
         for bucket, shares in row.get("depth", {}).items():
             print(
                 f"  {bucket} stones ({shares['positions']} positions): raw {shares['raw']:.3f}, "
-                f"search {shares[f'search{args.simulations}']:.3f}"
+                f"search {shares[f'search{args.simulations}']:.3f}; mean value in won positions "
+                f"{shares['value_won']:+.3f}, in drawn {shares['value_drawn']:+.3f}"
             )
         for sims in [int(s) for s in args.mcts.split(",") if s.strip()]:
             summary = evaluate(

@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLAB = os.path.join(ROOT, "colab")
 NOTEBOOKS = ("quickstart.ipynb", "accelerators.ipynb")
 # connect_four: 8 games × 10 plies per iteration, so games end in iteration 2-3 and learning starts; evaluation
-# against random play (4 games) at iterations 2 and 3.
+# against random play (4 games) and on the solver set (4-simulation search) at iterations 2 and 3.
 C4_TINY = [
     "num_blocks=1",
     "num_channels=8",
@@ -40,6 +40,7 @@ C4_TINY = [
     "eval_games=4",
     "eval_simulations=4",
     "eval_opponents=random",
+    "eval_solver_simulations=4",
     "checkpoint_every=1",
 ]
 GO_TINY = [
@@ -143,6 +144,8 @@ def test_quickstart_trains_plots_and_plays(tmp_path):
     logged = records(run_dir)
     assert [r["iteration"] for r in logged] == [1, 2, 3]
     assert [r["iteration"] for r in logged if "eval/vs_random_score" in r] == [2, 3]
+    # the solver set's shares come with each evaluation; uniform random play would score 0.475 raw
+    assert [r["iteration"] for r in logged if 0 < r.get("eval/solver_raw", -1) <= 1] == [2, 3]
     assert logged[-1]["train/steps"] > 0 and logged[-1]["train/loss"] > 0  # games ended and learning started
 
     # Play: two presses of the board's buttons, each answered by the agent; the board is pgx's SVG.
