@@ -3,7 +3,9 @@ steps, the score against each fixed baseline of the run's `eval_opponents` (W + 
 optimal moves on connect four's solver set when the run logged them (`eval_solver_simulations`: raw policy, search,
 search in drawn positions) and the losses.
 
-    python experiments/learning_curve.py runs/connect_four-small
+    python experiments/learning_curve.py runs/connect_four-small [--plot curve.png]
+
+`--plot` also draws every score and share against training minutes.
 """
 
 import argparse
@@ -44,11 +46,40 @@ def curve(run_dir: str) -> tuple[list[str], list[dict]]:
     return names, rows
 
 
+def plot(path: str, title: str, names: list[str], rows: list[dict]) -> None:
+    """Scores against each baseline and the solver shares (when logged) against training minutes, to `path`."""
+    import matplotlib  # local: slow to import, and only the plot needs it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    minutes = [row["minutes"] for row in rows]
+    for n in names:
+        ax.plot(minutes, [row["scores"].get(n, float("nan")) for row in rows], "o-", label=f"score vs {n}")
+    for i, label in enumerate(("solver set: raw policy", "solver set: search", "solver set: search, drawn")):
+        values = [row["solver"][i] for row in rows]
+        if any(v is not None for v in values):
+            ax.plot(minutes, [float("nan") if v is None else v for v in values], "s--", label=label)
+    ax.set_xlabel("training time (minutes, evaluations included)")
+    ax.set_ylabel("score / share of optimal moves")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("run_dir")
+    parser.add_argument("--plot", default=None, help="also draw the curve against minutes to this PNG")
     args = parser.parse_args()
     names, rows = curve(args.run_dir)
+    if args.plot:
+        plot(args.plot, args.run_dir.rstrip("/").split("/")[-1], names, rows)
     solver = any(row["solver"][0] is not None for row in rows)
     solver_heads = ["solver raw", "solver search", "solver search, drawn"] if solver else []
     heads = [f"score vs {n} (games)" for n in names] + solver_heads
