@@ -10,6 +10,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CORE = [
     "config",
+    "presets",
     "networks",
     "conv",
     "search",

@@ -66,8 +66,8 @@ def test_config_trains_on_the_fully_searched_share():
     config = config_lib.override(
         config_lib.preset("connect_four", "small"), ["full_search_fraction=0.25", "fast_simulations=8"]
     )
-    # G = round(train_ratio · B · S · p / batch) = round(2 · 128 · 16 · 0.25 / 256) = 4 (16 without the cap)
-    assert config.validate().train_steps_per_iteration == 4
+    # G = round(train_ratio · B · S · p / batch) = round(4 · 128 · 16 · 0.25 / 256) = 8 (32 without the cap)
+    assert config.train_ratio == 4 and config.validate().train_steps_per_iteration == 8
     with pytest.raises(config_lib.ConfigError, match="fast_simulations"):
         config_lib.override(config_lib.preset("connect_four", "small"), ["full_search_fraction=0.25"]).validate()
     with pytest.raises(config_lib.ConfigError, match="fast_simulations"):
