@@ -5,6 +5,11 @@ Protocol, version 2, draft 2", 2002; https://www.lysator.liu.se/~gunnar/gtp/), b
     engine.handle("1 genmove b")        # -> "=1 E5\\n\\n": one input line in, its whole response out
     serve(engine, sys.stdin.buffer, sys.stdout)   # the stdin/stdout loop, with live analysis
 
+The engine is in three modules: this one (the protocol's dispatch and the commands), gtp_game.py (the positions of
+the game under the current komi, move legality, the area score) and gtp_search.py (the tree kept between moves,
+genmove's search with the clock, and the analysis commands); gtp_protocol.py parses lines, formats responses and
+runs the stdin/stdout loop.
+
 The protocol: a command line is `[id] name [arguments]`; before parsing (the spec's section 3.1, preprocessing),
 control characters other than HT are removed, everything from a `#` on is a comment, HT becomes a space, and an
 empty line is ignored (no response). A response is `=[id] result` or `?[id] error message`, possibly on several
@@ -54,36 +59,28 @@ strict alternation, the game over after two passes or 2·N² plies):
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import importlib.metadata
 import math
 import re
 import sys
-import time
 import traceback
 from collections.abc import Callable
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pgx
-from pgx.go import Go
 
 from az_jax.frontends import gtp_protocol as protocol
-from az_jax.frontends.clock import move_budget
-from az_jax.frontends.tree_search import MoveInfo, TreeSearch, think
+from az_jax.frontends.gtp_search import GoSearch, _Clock
+from az_jax.frontends.tree_search import TreeSearch
 from envs import notation
 from envs.notation import go
 
 GO_GAMES = ("go_9x9", "go_19x19")
 NAME = "az_jax"
 DEFAULT_RESIGN_THRESHOLD = -0.8  # AlphaGo's resignation value (config.v_resign_init); -1 never resigns
-DEFAULT_INTERVAL_CS = 100  # analysis output interval when the controller gives none (centiseconds)
 MAX_KOMI = 1000.0
 MAX_SECONDS = 1e9  # time_settings / time_left beyond this are treated as this (31 years)
-MAX_PV = 40  # moves of a principal variation an analysis line shows
-KOMI_ENVS = 4  # komi values whose pgx env (and compiled search) are kept
+
 
 COMMANDS = (
     "protocol_version",
@@ -112,52 +109,9 @@ COMMANDS = (
 )
 
 
-@functools.cache
-def _areas(size: int) -> Callable:
-    """Jitted (Black's, White's) Tromp-Taylor area of a pgx Go game state: stones plus the empty points that reach
-    only that colour (pgx's own count, envs.records.go_margin reads it too)."""
-    from pgx._src.games.go import _count_scores  # local: private to pgx
-
-    return jax.jit(lambda x: _count_scores(x, size))
-
-
-@dataclasses.dataclass
-class _Clock:
-    """GTP's Canadian byo-yomi (the spec's time_settings and time_left), as the controller last reported it."""
-
-    main_s: float  # main time, seconds
-    byo_yomi_s: float  # one byo-yomi period, seconds
-    byo_yomi_stones: int  # stones to play in each period; 0: no byo-yomi (absolute time)
-    left_s: list[float | None]  # per colour: time left as time_left reported it (None: not yet: main_s)
-    left_stones: list[int]  # per colour: 0 while in main time, else stones left in the current period
-
-    def budget(self, colour: int) -> float:
-        """Seconds to think about `colour`'s move (clock.move_budget)."""
-        left = self.left_s[colour]
-        if self.left_stones[colour] > 0 and left is not None:  # in byo-yomi: `left` seconds for that many stones
-            return move_budget(0.0, byo_yomi_s=left, byo_yomi_stones=self.left_stones[colour])
-        remaining = self.main_s if left is None else left
-        return move_budget(remaining, byo_yomi_s=self.byo_yomi_s, byo_yomi_stones=self.byo_yomi_stones)
-
-    def spend(self, colour: int, seconds: float) -> None:
-        """Counts our own time until the controller reports it again (time_left)."""
-        if self.left_stones[colour] == 0:
-            left = self.main_s if self.left_s[colour] is None else self.left_s[colour]
-            assert left is not None
-            self.left_s[colour] = max(0.0, left - seconds)
-
-
-@dataclasses.dataclass
-class _Analysis:
-    """The arguments of an analysis command."""
-
-    colour: int | None = None
-    interval_s: float = DEFAULT_INTERVAL_CS / 100
-    max_moves: int | None = None
-
-
-class GoEngine:
-    """The GTP engine's state (the game, the clock, the search tree kept between moves) and its commands.
+class GoEngine(GoSearch):
+    """The GTP engine's state (the game, the clock, the search tree kept between moves) and its commands. The game's
+    positions are GoGame's (gtp_game.py); the search and the analysis commands, GoSearch's (gtp_search.py).
 
     Args:
       agent: an az_jax.agent.Agent of go_9x9 or go_19x19.
@@ -269,165 +223,6 @@ class GoEngine:
             # the '=' line and the info lines were written through the stream; `result` ends the response
             return "".join(collect.parts) + result if collect is not None else result
         return protocol.response(True, id_, result)
-
-    # -- the game ----------------------------------------------------------------------------------------------------
-
-    def _env(self) -> tuple[pgx.Env, Callable, Callable, TreeSearch]:
-        """(pgx env with the current komi, jitted init, jitted step, its TreeSearch), made once per komi."""
-        if self.komi not in self._envs:
-            if self.komi == self.trained_komi:
-                env = self.agent.env
-            else:
-                base = self.agent.env._game
-                env = Go(
-                    size=self.size,
-                    komi=self.komi,
-                    history_length=base.history_length,
-                    max_terminal_steps=base.max_termination_steps,
-                )
-            ts = TreeSearch(self.agent, env=env, capacity=self.capacity, chunk=self.chunk, seed=self.seed)
-            init = jax.jit(env.init)
-            step = jax.jit(lambda state, action: env.step(state, action))
-            if len(self._envs) >= KOMI_ENVS:
-                del self._envs[next(iter(self._envs))]
-            self._envs[self.komi] = (env, init, step, ts)
-        return self._envs[self.komi]
-
-    def _clear(self) -> None:
-        """An empty board: the history is the start position alone."""
-        self._replay([])
-
-    def _replay(self, moves: list[tuple[int, ...]]) -> None:
-        """The positions of `moves` from the start, with the current komi's env."""
-        _, init, step, _ = self._env()
-        states = [init(jax.random.key(0))]
-        for actions in moves:
-            for action in actions:
-                states.append(step(states[-1], jnp.int32(action)))
-            if not actions:  # a pass after the game's end: the position again (undo takes it off)
-                states.append(states[-1])
-        self._moves, self._states, self._tree_actions = list(moves), states, None
-
-    @property
-    def state(self) -> pgx.State:
-        return self._states[-1]
-
-    def _actions(self) -> tuple[int, ...]:
-        return tuple(a for actions in self._moves for a in actions)
-
-    def _over(self, state=None) -> bool:
-        state = self.state if state is None else state
-        return bool(state.terminated) or bool(state.truncated)
-
-    def _to_move(self, state=None) -> int:
-        """0 when Black is to move, 1 for White."""
-        return int((self.state if state is None else state)._x.color)
-
-    def _try(self, colour: int, action: int) -> list[pgx.State] | None:
-        """The positions after `colour` plays `action` (a pass of the other colour inserted first if needed), or None
-        if that is illegal: an occupied point, suicide, ko, superko, or an inserted pass that would end the game."""
-        _, _, step, _ = self._env()
-        states, state = [], self.state
-        if self._to_move(state) != colour:
-            state = step(state, jnp.int32(self.size * self.size))
-            if self._over(state):
-                return None
-            states.append(state)
-        if not bool(np.asarray(state.legal_action_mask)[action]):
-            return None
-        state = step(state, jnp.int32(action))
-        if bool(state._x.is_psk):  # the move repeats a position (positional superko)
-            return None
-        return [*states, state]
-
-    def _passed(self) -> pgx.State | None:
-        """The position after the side to move passes (to let the other colour move), or None if that ends the game
-        (a second pass in a row, or pgx's cap on the game's length)."""
-        state = self._env()[2](self.state, jnp.int32(self.size * self.size))
-        return None if self._over(state) else state
-
-    def _commit(self, action: int, states: list[pgx.State]) -> None:
-        actions = (self.size * self.size, action) if len(states) == 2 else (action,)
-        self._moves.append(actions)
-        self._states.extend(states)
-
-    def _vertex(self, action: int) -> str:
-        return go.action_to_vertex(action, self.size).upper() if action != self.size * self.size else go.PASS
-
-    def _parse_vertex(self, text: str) -> int:
-        if text.lower() == go.PASS:
-            return self.size * self.size
-        if not go.is_vertex(text):
-            raise protocol.CommandError(f"syntax error: not a vertex: {protocol.quote(text)}")
-        if not go.is_vertex(text, self.size):
-            raise protocol.CommandError("illegal move")  # a vertex off this board
-        return go.vertex_to_action(text, self.size)
-
-    def _margin(self, state=None) -> float:
-        """Black's Tromp-Taylor area minus White's minus komi."""
-        state = self.state if state is None else state
-        black, white = (int(x) for x in np.asarray(_areas(self.size)(state._x)))
-        return black - white - self.komi
-
-    # -- the search --------------------------------------------------------------------------------------------------
-
-    def _tree(self, actions: tuple[int, ...], state: pgx.State) -> TreeSearch:
-        """The TreeSearch with its root at the position of `actions` (`state`): the kept tree moved on by the actions
-        played since (tree reuse), or a fresh root if the position is not a continuation of the tree's."""
-        ts = self._env()[3]
-        old = self._tree_actions
-        if old is not None and ts.state is not None and actions[: len(old)] == old and len(actions) - len(old) <= 4:
-            for action in actions[len(old) :]:
-                ts.play(action)
-        elif old != actions or ts.state is None:
-            ts.reset(state)
-        self._tree_actions = actions
-        return ts
-
-    def _think(self, ts: TreeSearch, colour: int, on_chunk: Callable[[], None] | None = None) -> None:
-        """genmove's search: to `simulations` visits with no clock; the clock's budget (capped) with one."""
-        if self.clock is None:
-            target = self.simulations or self.agent.default_simulations
-            if on_chunk is None:
-                ts.search(max(0, target - ts.visits))
-            elif ts.visits < target:
-                think(ts, max_visits=target, on_chunk=on_chunk)
-            return
-        start = time.monotonic()
-        think(ts, seconds=self.clock.budget(colour), max_visits=self.simulations, on_chunk=on_chunk)
-        self.clock.spend(colour, time.monotonic() - start)
-
-    def _choose(self, ts: TreeSearch, colour: int) -> tuple[str, int | None, list[pgx.State] | None]:
-        """('resign', None, None) or (vertex, action, the positions it leads to) after the search."""
-        moves = ts.moves()
-        if self.resign_threshold > -1.0 and moves:
-            best_q = 2.0 * moves[0].winrate - 1.0
-            if max(ts.value, best_q) < self.resign_threshold:
-                return go.RESIGN, None, None
-        for move in moves:  # the most visited move that is not a superko repetition (pass never is)
-            states = self._try(colour, move.action)
-            if states is not None:
-                return self._vertex(move.action), move.action, states
-        raise AssertionError("pass is always legal")
-
-    def _generate(self, colour: int, commit: bool, on_chunk: Callable[[TreeSearch], None] | None = None) -> str:
-        if self._over():
-            if commit:
-                self._moves.append(())
-                self._states.append(self.state)
-            return go.PASS
-        actions, state = self._actions(), self.state
-        if self._to_move() != colour:
-            passed = self._passed()
-            if passed is None:
-                raise protocol.CommandError("illegal move")  # the inserted pass would end the game
-            actions, state = (*actions, self.size * self.size), passed
-        ts = self._tree(actions, state)
-        self._think(ts, colour, None if on_chunk is None else lambda: on_chunk(ts))
-        vertex, action, states = self._choose(ts, colour)
-        if commit and action is not None and states is not None:
-            self._commit(action, states)
-        return vertex
 
     # -- commands ----------------------------------------------------------------------------------------------------
 
@@ -560,88 +355,3 @@ class GoEngine:
         self.clock.left_s[colour] = max(0.0, left)
         self.clock.left_stones[colour] = n
         return ""
-
-    # -- analysis ----------------------------------------------------------------------------------------------------
-
-    def _analysis_args(self, args: list[str]) -> _Analysis:
-        """`[colour] [interval] key value ...` (KataGo's docs/GTP_Extensions.md)."""
-        a, rest = _Analysis(), list(args)
-        if rest and rest[0].lower() in ("b", "w", "black", "white"):
-            a.colour = protocol.colour(rest.pop(0))
-        if rest and re.fullmatch(r"[0-9]+", rest[0]):
-            a.interval_s = protocol.integer(rest.pop(0), "interval", 0, 10**9) / 100
-        while rest:
-            key = rest.pop(0)
-            if key in ("avoid", "allow"):  # avoid PLAYER VERTICES UNTILDEPTH: not implemented, ignored
-                del rest[:3]
-                continue
-            if not rest:
-                raise protocol.CommandError(f"syntax error: {protocol.quote(key)} needs a value")
-            value = rest.pop(0)
-            if key == "interval":
-                a.interval_s = protocol.integer(value, "interval", 0, 10**9) / 100
-            elif key == "maxmoves":
-                a.max_moves = protocol.integer(value, "maxmoves", 0, 10**9)
-            # minmoves, ownership, pvVisits, ...: accepted and ignored
-        return a
-
-    def _info(self, ts: TreeSearch, kata: bool, max_moves: int | None) -> str:
-        """One analysis line: `info move ... pv ...` for each visited move, most visited first."""
-        moves: list[MoveInfo] = [m for m in ts.moves() if m.visits > 0][:max_moves]
-        parts = []
-        for order, m in enumerate(moves):
-            if kata:
-                winrate, prior = f"{m.winrate:.6f}", f"{m.prior:.6f}"
-            else:
-                winrate = str(min(10000, max(0, round(10000 * m.winrate))))
-                prior = str(min(10000, max(0, round(10000 * m.prior))))
-            pv = " ".join(self._vertex(a) for a in m.pv[:MAX_PV])
-            parts.append(
-                f"info move {self._vertex(m.action)} visits {m.visits} winrate {winrate} prior {prior} "
-                f"order {order} pv {pv}"
-            )
-        return " ".join(parts)
-
-    def _reporter(self, stream: protocol.Stream, kata: bool, a: _Analysis) -> Callable[[TreeSearch], None]:
-        """on_chunk for analysis: an info line every interval (the first after one interval)."""
-        last = [time.monotonic()]
-
-        def report(ts: TreeSearch) -> None:
-            now = time.monotonic()
-            if now - last[0] >= a.interval_s:
-                line = self._info(ts, kata, a.max_moves)
-                if line:
-                    stream.write(line + "\n")
-                    last[0] = now
-
-        return report
-
-    def _analyze(self, args, stream: protocol.Stream, kata: bool) -> str:
-        a = self._analysis_args(args)
-        actions, state = self._actions(), self.state
-        if a.colour is not None and a.colour != self._to_move() and not self._over():
-            passed = self._passed()
-            if passed is None:
-                raise protocol.CommandError("illegal move")  # a pass would end the game: nothing to analyse
-            actions, state = (*actions, self.size * self.size), passed
-        stream.write(f"={self._id}\n")
-        if not self._over(state):
-            ts = self._tree(actions, state)
-            report = self._reporter(stream, kata, a)
-            think(ts, stop=stream.pending, on_chunk=lambda: report(ts))
-            if not stream.pending():  # the tree is full: say so once more, then wait for the controller
-                line = self._info(ts, kata, a.max_moves)
-                if line:
-                    stream.write(line + "\n")
-        stream.wait()
-        return "\n"
-
-    def _genmove_analyze(self, args, stream: protocol.Stream, kata: bool) -> str:
-        a = self._analysis_args(args)
-        if a.colour is None:
-            raise protocol.CommandError("syntax error: expected a colour")
-        if not self._over() and self._to_move() != a.colour and self._passed() is None:
-            raise protocol.CommandError("illegal move")  # the inserted pass would end the game
-        stream.write(f"={self._id}\n")
-        vertex = self._generate(a.colour, commit=True, on_chunk=self._reporter(stream, kata, a))
-        return f"play {vertex}\n\n"

@@ -7,6 +7,10 @@ on stdin/stdout (`az-jax uci`). The protocol is the Universal Chess Interface as
     engine.handle("go nodes 64")             # searches in a background thread; `info ...` lines, then `bestmove ...`
     engine.wait()                            # until that search has answered
 
+The engine is in three modules: this one (the commands, the options, start-up and `serve`), uci_position.py (pgx
+states from FENs and the tree brought to a `position`) and uci_search.py (a `go`'s search thread, its limits and its
+`info` and `bestmove` lines); uci_protocol.py parses the commands.
+
 Commands: `uci` (id, options, uciok), `isready` (readyok; waits for the start-up compilation), `ucinewgame`,
 `position startpos|fen FEN [moves m1 m2 ...]`, `go [wtime btime winc binc movestogo movetime nodes infinite ponder
 searchmoves depth mate]`, `stop`, `ponderhit`, `setoption name N [value V]`, `debug`, `register`, `quit`.
@@ -58,25 +62,21 @@ Decisions where the specification leaves room (each is NOT IN THE SPEC unless it
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import math
-import sys
 import threading
 import time
-import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import IO, Any
 
 import chess
-import jax
 import jax.numpy as jnp
-import numpy as np
 
 from az_jax.agent import Agent
 from az_jax.frontends import clock
 from az_jax.frontends import uci_protocol as protocol
-from az_jax.frontends.tree_search import MoveInfo, TreeSearch, think
+from az_jax.frontends.tree_search import TreeSearch
+from az_jax.frontends.uci_position import UciPosition, _fen_state, _start, _step
+from az_jax.frontends.uci_position import _legal_actions as _legal_actions
+from az_jax.frontends.uci_search import Search, UciSearch
 from envs.notation import chess_moves as cm
 
 ENGINE_NAME = "az-jax"
@@ -107,121 +107,19 @@ COMMANDS = (
 WHILE_SEARCHING = ("isready", "stop", "ponderhit", "debug", "quit")  # answered at once during a search
 
 
-# --- pgx states -------------------------------------------------------------------------------------------------------
-@functools.cache
-def _step(env):
-    return jax.jit(env.step)
-
-
-@functools.cache
-def _start(env):
-    return jax.jit(env.init)(jax.random.key(0))
-
-
-@functools.cache
-def _finish_fen_state():
-    """A jitted function: pgx chess's game state fields (in pgx's layout, see `_fen_state`) -> the pgx `State`.
-
-    What pgx.experimental.chess.from_fen does after parsing, with two differences: one compiled program (from_fen
-    makes new jitted functions on every call: 0.4 s a position on a CPU), and a history of the position alone, as
-    pgx's own start has (from_fen keeps its default history, the standard start position: an earlier board in the
-    observation, and its hash counted as seen once)."""
-    from pgx._src.games.chess import Game, GameState, _legal_action_mask, _zobrist_hash  # local: JAX arrays at import
-    from pgx.chess import State
-
-    game = Game()
-
-    def finish(board, color, castling_rights, en_passant, halfmove_count, fullmove_count):
-        x = GameState(
-            board=board,
-            color=color,
-            castling_rights=castling_rights,
-            en_passant=en_passant,
-            halfmove_count=halfmove_count,
-            fullmove_count=fullmove_count,
-        )
-        x = x._replace(legal_action_mask=_legal_action_mask(x))
-        x = x._replace(
-            board_history=jnp.zeros_like(x.board_history).at[0].set(x.board),
-            hash_history=jnp.zeros_like(x.hash_history).at[0].set(_zobrist_hash(x)),
-        )
-        order = jnp.int32([0, 1])  # player 0 plays White
-        return State(
-            _player_order=order,
-            _x=x,
-            current_player=order[x.color],
-            legal_action_mask=x.legal_action_mask,
-            terminated=game.is_terminal(x),
-            rewards=game.rewards(x)[order],
-            observation=game.observe(x, x.color),
-        )
-
-    return jax.jit(finish)
-
-
-def _fen_state(board: chess.Board):
-    """The pgx chess state of `board`'s position, with no history (pgx.experimental.chess.from_fen's layout: square
-    file·8 + rank and the pieces seen from the side to move, ranks mirrored and signs swapped for Black; castling
-    rights [mover, opponent] × [queen side, king side]; the en passant square in the mover's view, only when an en
-    passant capture is legal, as python-chess writes FENs). The halfmove clock is clamped to 100 (pgx ends its game
-    there either way), the move number to 10⁶ (int32 fields)."""
-    white = board.turn == chess.WHITE
-    squares = np.zeros(64, np.int32)
-    for square, piece in board.piece_map().items():
-        rank = chess.square_rank(square) if white else 7 - chess.square_rank(square)
-        squares[chess.square_file(square) * 8 + rank] = piece.piece_type * (1 if piece.color == board.turn else -1)
-    rights = [
-        [board.has_queenside_castling_rights(color), board.has_kingside_castling_rights(color)]
-        for color in (board.turn, not board.turn)
-    ]
-    ep = -1
-    if board.ep_square is not None and board.has_legal_en_passant():
-        rank = chess.square_rank(board.ep_square)
-        ep = chess.square_file(board.ep_square) * 8 + (rank if white else 7 - rank)
-    return _finish_fen_state()(
-        squares,
-        np.int32(0 if white else 1),
-        np.array(rights, bool),
-        np.int32(ep),
-        np.int32(min(board.halfmove_clock, 100)),
-        np.int32(min(board.fullmove_number, 1_000_000)),
-    )
-
-
 def _check_chess(agent: Agent) -> Agent:
     if agent.config.game != "chess":
         raise ValueError(f"a UCI engine plays chess; this agent plays {agent.config.game}")
     return agent
 
 
-def _legal_actions(state) -> frozenset[int]:
-    return frozenset(int(a) for a in np.flatnonzero(np.asarray(state.legal_action_mask)))
-
-
 # --- the engine -------------------------------------------------------------------------------------------------------
-@dataclasses.dataclass
-class _Search:
-    """One `go` in progress. `pondering` and `deadline` change under the engine's lock (ponderhit)."""
-
-    command: protocol.GoCommand
-    board: chess.Board  # the root position
-    max_visits: int | None  # the tree's simulations at which the search ends (None: no such limit)
-    budget_s: float  # seconds for this move from when the clock runs (math.inf: no clock)
-    pondering: bool
-    start_visits: int
-    started: float = dataclasses.field(default_factory=time.monotonic)
-    deadline: float = math.inf  # time.monotonic() when the clock's share is spent
-    last_info: float = -math.inf
-    info_visits: int = -1  # the tree's simulations at the last info line
-    stop: threading.Event = dataclasses.field(default_factory=threading.Event)
-    wake: threading.Event = dataclasses.field(default_factory=threading.Event)  # set by stop and ponderhit
-
-
-class UciEngine:
+class UciEngine(UciPosition, UciSearch):
     """The UCI protocol over one chess Agent's TreeSearch. `handle(line)` for each input line (False after `quit`);
     the engine's lines go to `send`, from the calling thread or the search thread (one line at a time).
 
-    One thread calls `handle`; a search runs in a background thread (`wait()` waits for its bestmove)."""
+    One thread calls `handle`; a search runs in a background thread (`wait()` waits for its bestmove). The positions
+    and the tree are UciPosition's (uci_position.py); the search, UciSearch's (uci_search.py)."""
 
     def __init__(
         self,
@@ -258,7 +156,7 @@ class UciEngine:
         self.position = protocol.Position(chess.STARTING_FEN, ())
         self._synced: protocol.Position | None = None  # the position the tree is at (None: rebuild it before using it)
         self._lock = threading.Lock()
-        self._search: _Search | None = None
+        self._search: Search | None = None
         self._search_thread: threading.Thread | None = None
         self._warm_up_thread: threading.Thread | None = None
         self._warm_up_error: BaseException | None = None
@@ -444,212 +342,6 @@ class UciEngine:
     def _cmd_quit(self, args) -> bool:
         self.close()
         return False
-
-    # -- positions and the tree ----------------------------------------------------------------------------------------
-    def _board(self, position: protocol.Position | None = None) -> chess.Board:
-        position = position or self.position
-        board = chess.Board(position.root)
-        for move in position.moves:
-            board.push(move)
-        return board
-
-    def _state(self):
-        """The tree's (unbatched) pgx state."""
-        assert self._tree.state is not None, "the tree has not been reset"
-        return self._tree.state
-
-    def _sync(self) -> None:
-        """Brings the tree to `self.position`: the same tree with 0, 1 or 2 moves played on, or a fresh one.
-        PositionError if pgx does not reach the position or its legal moves there differ from python-chess's."""
-        new, old = self.position, self._synced
-        self._synced = None  # until this has succeeded
-        stepped = False  # pgx stepped to the tree's state in this call (an ended game it steps into is handled below)
-        extra = len(new.moves) - len(old.moves) if old is not None else -1
-        if old is not None and new.root == old.root and 0 <= extra <= 2 and new.moves[: len(old.moves)] == old.moves:
-            board = self._board(old)
-            for move in new.moves[len(old.moves) :]:
-                action = cm.move_to_action(move, board)
-                if action not in _legal_actions(self._state()):
-                    raise protocol.PositionError(f"pgx does not allow {move.uci()} in {board.fen()}")
-                self._tree.play(action)
-                board.push(move)
-                stepped = True
-        else:
-            board = chess.Board(new.root)
-            state = _start(self.env) if new.root == chess.STARTING_FEN else _fen_state(board)
-            for move in new.moves:
-                action = cm.move_to_action(move, board)
-                if action not in _legal_actions(state):
-                    raise protocol.PositionError(f"pgx does not allow {move.uci()} in {board.fen()}")
-                state = _step(self.env)(state, jnp.int32(action))
-                board.push(move)
-                stepped = True
-            self._tree.reset(state)
-        legal = cm.legal_action_set(board)
-        if legal and stepped and bool(self._state().terminated):
-            # pgx has ended the game where chess goes on: its 512-ply cap, or 50 moves without progress, a threefold
-            # repetition or too little material, which chess lets a player claim (or ends later). A pgx step into
-            # such an end marks all 4,672 actions legal; pgx's FEN reader computes the position's real moves.
-            self.note(
-                "pgx's rules have ended this game (512 plies, 50 moves, repetition or material): the tree "
-                "restarts from the position's FEN"
-            )
-            self._tree.reset(_fen_state(board))
-        if (_legal_actions(self._state()) != legal) if legal else not bool(self._state().terminated):
-            raise protocol.PositionError(f"pgx's legal moves differ from those of chess in {board.fen()}")
-        self._synced = new
-
-    # -- searching -----------------------------------------------------------------------------------------------------
-    def _limits(self, command: protocol.GoCommand, board: chess.Board) -> tuple[int | None, float]:
-        """(max_visits, seconds) of a `go`: the tree's simulations and the time at which it ends."""
-        overhead = self.move_overhead_ms / 1000
-        mine, inc = (command.wtime, command.winc) if board.turn == chess.WHITE else (command.btime, command.binc)
-        seconds = math.inf
-        if command.movetime is not None:
-            seconds = max(clock.MIN_BUDGET_S, command.movetime / 1000 - overhead)
-        elif mine is not None:
-            moves_to_go = command.movestogo if command.movestogo and command.movestogo > 0 else None
-            seconds = clock.move_budget(max(0, mine) / 1000, max(0, inc or 0) / 1000, moves_to_go, overhead_s=overhead)
-        max_visits = max(1, command.nodes) if command.nodes is not None else None
-        if max_visits is None and seconds == math.inf and not command.infinite:
-            assert self.agent is not None
-            max_visits = self.simulations or self.agent.default_simulations
-        return max_visits, seconds
-
-    def _start_search(self, command: protocol.GoCommand, board: chess.Board) -> None:
-        max_visits, seconds = self._limits(command, board)
-        search = _Search(
-            command=command,
-            board=board,
-            max_visits=max_visits,
-            budget_s=seconds,
-            pondering=command.ponder,
-            start_visits=self._tree.visits,
-        )
-        if not command.ponder:
-            search.deadline = search.started + seconds
-        with self._lock:
-            self._search = search
-        self._search_thread = threading.Thread(target=self._run, args=(search,), name="uci-search", daemon=True)
-        self._search_thread.start()
-
-    def _limit_reached(self, search: _Search) -> bool:
-        """The search's own limits (not pondering): its time, its simulations, a full tree."""
-        if time.monotonic() >= search.deadline or self._tree.full:
-            return True
-        return search.max_visits is not None and self._tree.visits >= search.max_visits
-
-    def _run(self, search: _Search) -> None:
-        """The search thread: searches until the `go`'s limits (or stop), then sends the final info and bestmove."""
-        try:
-            self._search_until_answer(search)
-            moves = self._candidates(search)
-            if self._tree.visits != search.info_visits:  # the final info, unless the last one says it already
-                self._info(search, moves)
-            best = moves[0]
-            line = f"bestmove {cm.action_to_uci(best.action, search.board)}"
-            pv = self._pv_moves(search.board, best.pv)
-            if len(pv) >= 2:
-                line += f" ponder {pv[1]}"
-        except Exception:  # a bug: loud on stderr, but the GUI still gets a move (it would wait for one forever)
-            traceback.print_exc(file=sys.stderr)
-            self.error("the search failed (a bug; see stderr): playing the first legal move")
-            self._synced = None
-            line = f"bestmove {next(iter(search.board.legal_moves)).uci()}"
-        with self._send_lock:  # a command sent after this bestmove finds the search ended, not "while searching"
-            with self._lock:
-                self._search = None
-            self.send(line)
-
-    def _search_until_answer(self, search: _Search) -> None:
-        """Searches chunk by chunk until a bestmove may be sent: `stop`, or the limits reached when neither
-        pondering (before ponderhit) nor `go infinite`. Those two wait for `stop` when the tree cannot grow."""
-        said_full = False
-        while not search.stop.is_set():
-            search.wake.clear()  # before reading `pondering`: a ponderhit from now on wakes what follows
-            with self._lock:
-                pondering = search.pondering
-            if not pondering and self._limit_reached(search):
-                if not search.command.infinite:
-                    return
-            elif not self._tree.full:
-                think(
-                    self._tree,
-                    max_visits=None if pondering else search.max_visits,
-                    stop=lambda: search.wake.is_set() or (not search.pondering and self._limit_reached(search)),
-                    on_chunk=lambda: self._maybe_info(search),
-                )
-                continue
-            if self._tree.full and not said_full:
-                self.note(f"the tree is full ({self._tree.visits} simulations): waiting for stop")
-                said_full = True
-            search.wake.wait()  # go infinite, or pondering: no bestmove before stop / ponderhit
-
-    def _candidates(self, search: _Search) -> list[MoveInfo]:
-        """The root's moves, best first; only those of `go searchmoves` if it named any legal one."""
-        moves = self._tree.moves()
-        if search.command.searchmoves:
-            allowed = set(search.command.searchmoves)
-            chosen = [m for m in moves if cm.action_to_uci(m.action, search.board) in allowed]
-            if chosen:
-                return chosen
-            if search.last_info == -math.inf:
-                self.note("ignored searchmoves: none of them is a legal move here")
-        return moves
-
-    def _maybe_info(self, search: _Search) -> None:
-        if time.monotonic() - search.last_info >= self.info_interval_s:
-            self._info(search, self._candidates(search))
-
-    @staticmethod
-    def _pv_moves(board: chess.Board, actions: Iterable[int]) -> list[str]:
-        """The UCI moves of a principal variation from `board` (cut before a move that would not be legal)."""
-        board = board.copy(stack=False)
-        moves = []
-        for action in actions:
-            try:
-                move = cm.action_to_move(action, board)
-            except ValueError:
-                break
-            if not board.is_legal(move):
-                break
-            moves.append(move.uci())
-            board.push(move)
-        return moves
-
-    def _info(self, search: _Search, moves: list[MoveInfo]) -> None:
-        """`info depth D [multipv K] score cp C|mate 1 nodes N nps X time T pv ...` for the best MultiPV moves."""
-        now = time.monotonic()
-        search.last_info = now
-        elapsed = max(now - search.started, 1e-6)
-        visits = search.info_visits = self._tree.visits
-        counters = f"nodes {visits} nps {int((visits - search.start_visits) / elapsed)} time {int(elapsed * 1000)}"
-        for k, info in enumerate(moves[: self.multipv], start=1):
-            pv = self._pv_moves(search.board, info.pv)
-            if not pv:
-                continue
-            after = search.board.copy(stack=False)
-            after.push_uci(pv[0])
-            score = "mate 1" if after.is_checkmate() else f"cp {protocol.score_cp(2 * info.winrate - 1)}"
-            multipv = f" multipv {k}" if self.multipv > 1 else ""
-            self.send(f"info depth {len(pv)}{multipv} score {score} {counters} pv {' '.join(pv)}")
-
-    def stop(self) -> None:
-        """Ends the search in progress, if any (after its current chunk); returns once its bestmove is sent."""
-        with self._lock:
-            search = self._search
-            if search is not None:
-                search.stop.set()
-                search.wake.set()
-        self.wait()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Waits for the search in progress to send its bestmove; True when none runs (False: `timeout` passed)."""
-        thread = self._search_thread
-        if thread is not None:
-            thread.join(timeout)
-            return not thread.is_alive()
-        return True
 
     # -- start-up and shutdown -----------------------------------------------------------------------------------------
     def start_warm_up(self) -> None:
