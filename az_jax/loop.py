@@ -225,13 +225,12 @@ def train_and_evaluate(
                 }
             )
             evaluating = config.eval_every and (done % config.eval_every == 0 or done == config.num_iterations)
+            variables = {"params": state.params, "batch_stats": state.batch_stats}
             if evaluating and probe is not None:
                 t1 = time.perf_counter()
-                variables = {"params": state.params, "batch_stats": state.batch_stats}
                 metrics.update(probe(variables, jax.random.fold_in(solver_key, done)))
                 metrics["eval/solver_seconds"] = time.perf_counter() - t1
-            if matches and evaluating:
-                variables = {"params": state.params, "batch_stats": state.batch_stats}
+            if evaluating:
                 for name, match in matches.items():
                     t1 = time.perf_counter()
                     results = distributed.fetch(match(variables, jax.random.fold_in(eval_key, done)))
