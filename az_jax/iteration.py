@@ -305,7 +305,7 @@ def position_moves(
     """This device's moves in its share of a set of positions `states` [n, ...]: the raw policy's argmax over legal
     moves and the greedy search's move at `num_simulations`, each [n]. The key (replicated) is consumed."""
     logits = setup.apply_fn(variables, states.observation)[0]  # [n, A]
-    raw = jnp.argmax(jnp.where(states.legal_action_mask, logits, -jnp.inf), axis=-1)
+    raw = jnp.argmax(search_lib.mask_logits(logits, states.legal_action_mask), axis=-1)
     return raw, greedy_player(setup, variables, num_simulations)(states, device_key(rng_key))
 
 
