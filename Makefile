@@ -51,5 +51,5 @@ test-latest: system-deps $(JS_DEPS)
 
 # Rewrites constraints.txt from the current .venv (after `make test-latest` passed and .venv was upgraded).
 constraints: $(BIN)/.installed
-	{ head -2 constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^#'; } > constraints.txt.tmp
+	{ head -2 constraints.txt; $(BIN)/python -m pip list --format=freeze --exclude-editable | grep -v '^#'; } > constraints.txt.tmp
 	mv constraints.txt.tmp constraints.txt
