@@ -24,6 +24,8 @@ from az_jax.alphago.position import from_pgx
 from az_jax.alphago.supervised import SLConfig
 from envs import make_env
 
+from conftest import fast_compiles_here
+
 N = 9
 P = N * N
 PASS = P
@@ -47,9 +49,8 @@ def config(lam: float, symmetries: bool = False, rollout_max_moves: int = 0) -> 
 
 @pytest.fixture(scope="module", autouse=True)
 def fast_compiles():
-    jax.config.update("jax_disable_most_optimizations", True)
-    yield
-    jax.config.update("jax_disable_most_optimizations", False)
+    with fast_compiles_here():
+        yield
 
 
 # --- networks and positions ------------------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ import pytest
 from az_jax.alphago import features as F
 from az_jax.alphago.position import Position, from_pgx
 
+from conftest import fast_compiles_here
+
 N = 9
 # Programs that compile for far longer than they run: XLA's optimisation passes off (conftest.py), and one jitted
 # function per plane count, so that each input shape compiles once.
@@ -231,8 +233,7 @@ def pgx_games():
 @pytest.fixture(scope="module")
 def batch():
     """Every test position in one batch, its 49 planes (one compile), and where each position is in it."""
-    jax.config.update("jax_disable_most_optimizations", True)  # tiny programs: compile time dominates
-    try:
+    with fast_compiles_here():  # tiny programs: compile time dominates
         games, legal = pgx_games()
         # the ko game after its 9 moves; the random games after 20 and 40 plies
         pgx_positions = [jax.tree.map(lambda x: x[len(KO_GAME) - 1, 0], games)]
@@ -250,8 +251,6 @@ def batch():
             "pgx": list(range(len(made), len(made) + len(pgx_positions))),
             "pgx_legal": np.asarray(jnp.stack(pgx_legal))[:, :-1],
         }
-    finally:
-        jax.config.update("jax_disable_most_optimizations", False)
 
 
 def planes_of(batch, name: str) -> np.ndarray:

@@ -27,6 +27,8 @@ from az_jax.alphago.presets import PRESETS, AlphaGoPreset
 from az_jax.apps import cli
 from az_jax.evaluation.players import PlayerSpecError, make_player
 
+from conftest import fast_compiles_here
+
 # Tiny networks and a few steps of each stage. Batches and game counts are multiples of the 2 test devices (RL: of
 # 2 × 2, p_ρ playing Black in half of each device's games). 20 value-data games: value_data holds out game g when
 # g % 20 == 19, so game 19 is the one held-out position the value network is evaluated on.
@@ -83,8 +85,7 @@ def data_file(tmp_path_factory):
 def runs(tmp_path_factory, data_file):
     """The tiny preset into one directory three times: until "sl", then every stage, then again (nothing to do)."""
     directory = str(tmp_path_factory.mktemp("agents") / "tiny")
-    jax.config.update("jax_disable_most_optimizations", True)  # tiny programs: compiling dominates, as fast_compiles
-    try:
+    with fast_compiles_here():  # tiny programs: compiling dominates, as fast_compiles
         lines: list[dict] = []
         until_sl = pipeline.run(TINY, directory, until="sl", data=data_file, log=lines.append)
         after_sl = sorted(os.listdir(directory))
@@ -92,8 +93,6 @@ def runs(tmp_path_factory, data_file):
         before = snapshot(directory)
         again = pipeline.run(TINY, directory, data=data_file, log=lines.append)
         after = snapshot(directory)
-    finally:
-        jax.config.update("jax_disable_most_optimizations", False)
     return {
         "dir": directory,
         "until_sl": until_sl,

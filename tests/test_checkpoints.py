@@ -26,7 +26,7 @@ from az_jax.gating import BestPlayer
 from az_jax.loop import prepare_run_dir, restore_or_init, train_and_evaluate
 from az_jax.trainer import Trainer
 
-from conftest import TINY_NETWORK
+from conftest import TINY_NETWORK, fast_compiles_here
 
 # tests/test_resume.py's tiny run: 4 iterations, checkpoints at 2 and 4
 CONFIG = override(
@@ -57,12 +57,9 @@ class Trained:
 def trained(tmp_path_factory) -> Trained:
     """The tiny run, trained once for this module with XLA's optimisation passes off (as the `fast_compiles` fixture
     does for one test; the resumed run below compiles the same way and loads the programs from the cache)."""
-    jax.config.update("jax_disable_most_optimizations", True)
-    try:
+    with fast_compiles_here():
         run_dir = str(tmp_path_factory.mktemp("checkpoints") / "run")
         final = train_and_evaluate(CONFIG, run_dir, progress=False)
-    finally:
-        jax.config.update("jax_disable_most_optimizations", False)
     manager = ckpt.make_manager(run_dir, read_only=True)
     assert sorted(manager.all_steps()) == [2, 4]
     at_2 = ckpt.restore(manager, 2, _trainer().abstract_state(), CONFIG)

@@ -14,7 +14,7 @@ from az_jax.config import ConfigError, override, preset
 from az_jax.devices import make_mesh
 from az_jax.trainer import Trainer
 
-from conftest import TINY_NETWORK
+from conftest import TINY_NETWORK, fast_compiles_here
 
 # tic_tac_toe, 8 games × 9 plies per iteration (every game ends inside the first iteration, so learning starts at
 # once): G = round(0.5 × 8 × 9 / 16) = round(2.25) = 2 gradient steps per iteration, 2 iterations = 4 steps. The
@@ -38,9 +38,8 @@ ATOL = 1e-5  # network vmapped: measured ≤ 4e-7 from the solo run (batched con
 def fast_compiles():
     """These tiny programs run for milliseconds and compile for tens of seconds: XLA's optimisation passes are
     switched off for this module (population and solo runs alike), and back on after it."""
-    jax.config.update("jax_disable_most_optimizations", True)
-    yield
-    jax.config.update("jax_disable_most_optimizations", False)
+    with fast_compiles_here():
+        yield
 
 
 def _config():
