@@ -68,6 +68,15 @@ VARIANTS: dict[str, list[str]] = {
     "today_tr4": ["train_ratio=4", "lr_boundaries=7300"],
     # Gumbel at 32 simulations: better targets, half the games (~8 s an iteration expected)
     "today_sims32": ["num_simulations=32", "lr_boundaries=2500"],
+    # KataGo's switches on today's preset as it is (train_ratio 4; its rate drop at step 12,000 is beyond a 10-minute
+    # run on one core), each alone. Forced playouts are PUCT's (config error with Gumbel, whose sequential halving
+    # already spreads the root's visits over its considered actions), so they are not among them.
+    "t4": [],
+    "t4_mix": ["value_target_mix=0.5"],
+    "t4_pool": ["global_pooling_every=2"],
+    # playout cap randomization at the preset's cost per move: p = 0.25 full searches of N = 40, else n = 8
+    # (0.25 × 40 + 0.75 × 8 = 16 simulations a move on average; KataGo: p = 0.25, N = 600, n = 100)
+    "t4_cap": ["num_simulations=40", "full_search_fraction=0.25", "fast_simulations=8"],
 }
 
 
