@@ -80,14 +80,17 @@ VARIANTS: dict[str, list[str]] = {
 }
 
 
-def start_training(run_dir: str, assignments: list[str], seconds: float, seed: int, devices: int):
-    """The training subprocess of one variant and seed, stopped by SIGTERM after `seconds`."""
+def start_training(
+    run_dir: str, assignments: list[str], seconds: float, seed: int, devices: int, game: str = "connect_four"
+):
+    """The training subprocess of one variant and seed (the game's small preset with `assignments`), stopped by
+    SIGTERM after `seconds`."""
     sets = [
         a
         for kv in ["num_iterations=100000", "eval_every=0", "checkpoint_every=2", f"seed={seed}", *assignments]
         for a in ("--set", kv)
     ]
-    command = [AZ_JAX, *(["--devices", str(devices)] if devices else []), "train", "--game", "connect_four"]
+    command = [AZ_JAX, *(["--devices", str(devices)] if devices else []), "train", "--game", game]
     command += ["--preset", "small", "--run-dir", run_dir, "--no-progress"]
     with open(run_dir + ".log", "w") as log:
         return subprocess.Popen(
