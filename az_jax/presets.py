@@ -104,11 +104,36 @@ def _small(game: str) -> Config:
         # P ≈ 1/50, stays below a visited child's Q ≈ 0.5), so it trains the policy on the root noise; Gumbel's
         # completed-Q target improves the prior at any count (Danihelka et al. 2022). Measured after 30 minutes on one
         # core, seed 1, 100 games against random play: PUCT-32 with symmetries 0.72, Gumbel-16 with symmetries 1.00.
+        # othello and hex: Gumbel-16 with the board's symmetries, as go_9x9 (experiments/presets/): 10 minutes on
+        # one core each, seed 0, then 100 games with 32-simulation greedy search against random play and rollout
+        # MCTS-100. othello: PUCT-32 (the former preset) finished 67 iterations and scored 0.655 / 0.040, Gumbel-16
+        # with symmetries 142 iterations and 1.000 / 0.900. hex: 31 iterations, 0.630 / 0.290, against 82, 0.950 /
+        # 0.620. Each preset's iterations are what one core finished in those 10 minutes.
+        "othello": dict(
+            num_iterations=140,
+            eval_every=20,
+            eval_games=100,
+            search="gumbel",
+            num_simulations=16,
+            augment_symmetries=True,
+        ),
+        "hex": dict(
+            num_iterations=80,
+            eval_every=20,
+            eval_games=100,
+            search="gumbel",
+            num_simulations=16,
+            augment_symmetries=True,
+        ),
         "go_9x9": dict(
             num_blocks=4,
             num_channels=32,
             selfplay_steps=16,
             num_iterations=100,
+            # 100 games against random every 20 iterations: 200 games every 5 took 130-235 s each, longer than the
+            # 5 iterations of training between them (issue 16)
+            eval_every=20,
+            eval_games=100,
             search="gumbel",
             num_simulations=16,
             augment_symmetries=True,
