@@ -98,13 +98,7 @@ def _small(game: str) -> Config:
             num_simulations=16,
             augment_symmetries=True,
         ),
-        # Gumbel MuZero's search and policy target at 16 simulations, and a random board symmetry on every trained
-        # position (experiments/GO_9X9.md). PUCT's visit target at 32 simulations is spread over 1.9 of ~57 legal
-        # moves on average (an unvisited child scores as a loss and its exploration term, C·P·sqrt(N) with
-        # P ≈ 1/50, stays below a visited child's Q ≈ 0.5), so it trains the policy on the root noise; Gumbel's
-        # completed-Q target improves the prior at any count (Danihelka et al. 2022). Measured after 30 minutes on one
-        # core, seed 1, 100 games against random play: PUCT-32 with symmetries 0.72, Gumbel-16 with symmetries 1.00.
-        # othello and hex: Gumbel-16 with the board's symmetries, as go_9x9 (experiments/presets/): 10 minutes on
+        # othello and hex: Gumbel-16 with the board's symmetries, as go_9x9 below (experiments/presets/): 10 minutes on
         # one core each, seed 0, then 100 games with 32-simulation greedy search against random play and rollout
         # MCTS-100. othello: PUCT-32 (the former preset) finished 67 iterations and scored 0.655 / 0.040, Gumbel-16
         # with symmetries 142 iterations and 1.000 / 0.900. hex: 31 iterations, 0.630 / 0.290, against 82, 0.950 /
@@ -125,6 +119,12 @@ def _small(game: str) -> Config:
             num_simulations=16,
             augment_symmetries=True,
         ),
+        # Gumbel MuZero's search and policy target at 16 simulations, and a random board symmetry on every trained
+        # position (experiments/GO_9X9.md). PUCT's visit target at 32 simulations is spread over 1.9 of ~57 legal
+        # moves on average (an unvisited child scores as a loss and its exploration term, C·P·sqrt(N) with
+        # P ≈ 1/50, stays below a visited child's Q ≈ 0.5), so it trains the policy on the root noise; Gumbel's
+        # completed-Q target improves the prior at any count (Danihelka et al. 2022). Measured after 30 minutes on one
+        # core, seed 1, 100 games against random play: PUCT-32 with symmetries 0.72, Gumbel-16 with symmetries 1.00.
         "go_9x9": dict(
             num_blocks=4,
             num_channels=32,
