@@ -58,6 +58,9 @@ def _small(game: str) -> Config:
         # every checkpoint is kept (~2 MB each at this scale) so `az-jax ladder` can rate the whole run
         keep_checkpoints=0,
     )
+    # Gumbel MuZero's search and policy target at 16 simulations, every trained position under a random one of the
+    # board's symmetries: the connect_four, othello, hex and go_9x9 presets (measurements below)
+    gumbel16_symmetries: dict[str, Any] = dict(search="gumbel", num_simulations=16, augment_symmetries=True)
     per_game: dict[str, dict[str, Any]] = {
         # Checked move by move against minimax in all 4,520 reachable positions (experiments/TIC_TAC_TOE.md): τ = 1
         # for the whole game, Dirichlet ε = 0.5 and a value target mixed 0.75 with the root's search value took the
@@ -94,31 +97,15 @@ def _small(game: str) -> Config:
             eval_every=50,
             eval_opponents=("random", "mcts:sims=100"),
             eval_solver_simulations=64,
-            search="gumbel",
-            num_simulations=16,
-            augment_symmetries=True,
+            **gumbel16_symmetries,
         ),
         # othello and hex: Gumbel-16 with the board's symmetries, as go_9x9 below (experiments/presets/): 10 minutes on
         # one core each, seed 0, then 100 games with 32-simulation greedy search against random play and rollout
         # MCTS-100. othello: PUCT-32 (the former preset) finished 67 iterations and scored 0.655 / 0.040, Gumbel-16
         # with symmetries 142 iterations and 1.000 / 0.900. hex: 31 iterations, 0.630 / 0.290, against 82, 0.950 /
         # 0.620. Each preset's iterations are what one core finished in those 10 minutes.
-        "othello": dict(
-            num_iterations=140,
-            eval_every=20,
-            eval_games=100,
-            search="gumbel",
-            num_simulations=16,
-            augment_symmetries=True,
-        ),
-        "hex": dict(
-            num_iterations=80,
-            eval_every=20,
-            eval_games=100,
-            search="gumbel",
-            num_simulations=16,
-            augment_symmetries=True,
-        ),
+        "othello": dict(num_iterations=140, eval_every=20, eval_games=100, **gumbel16_symmetries),
+        "hex": dict(num_iterations=80, eval_every=20, eval_games=100, **gumbel16_symmetries),
         # Gumbel MuZero's search and policy target at 16 simulations, and a random board symmetry on every trained
         # position (experiments/GO_9X9.md). PUCT's visit target at 32 simulations is spread over 1.9 of ~57 legal
         # moves on average (an unvisited child scores as a loss and its exploration term, C·P·sqrt(N) with
@@ -134,9 +121,7 @@ def _small(game: str) -> Config:
             # 5 iterations of training between them (issue 16)
             eval_every=20,
             eval_games=100,
-            search="gumbel",
-            num_simulations=16,
-            augment_symmetries=True,
+            **gumbel16_symmetries,
         ),
     }
     return dataclasses.replace(Config(), **{**base, **per_game.get(game, {})})

@@ -12,7 +12,6 @@ appended to OUT/results.jsonl and OUT/results.md is rewritten; a variant and see
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -22,7 +21,9 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from strength_ablation import ROOT, start_training, trained  # noqa: E402
+from strength_ablation import ROOT, pending_jobs, start_training, trained  # noqa: E402
+
+from az_jax.files import append_jsonl  # noqa: E402
 
 
 def _variant(text: str) -> tuple[str, list[str]]:
@@ -95,16 +96,11 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(runs, exist_ok=True)
     results = os.path.join(args.out, "results.jsonl")
-    rows = []
-    if os.path.exists(results):
-        with open(results) as f:
-            rows = [json.loads(line) for line in f if line.strip()]
-    done = {(r["variant"], r["seed"]) for r in rows}
-    jobs = [(n, int(s)) for s in args.seeds.split(",") for n in variants if (n, int(s)) not in done]
-    for name, seed in jobs:
-        if os.path.exists(os.path.join(runs, f"{name}-s{seed}")):
-            print(f"preset_race: {runs}/{name}-s{seed} exists; remove it to rerun {name} seed {seed}", file=sys.stderr)
-            return 2
+    try:
+        rows, jobs = pending_jobs(results, runs, list(variants), args.seeds)
+    except ValueError as e:
+        print(f"preset_race: {e}", file=sys.stderr)
+        return 2
     for first in range(0, len(jobs), args.parallel):
         batch = jobs[first : first + args.parallel]
         start = time.time()
@@ -133,8 +129,7 @@ def main(argv=None) -> int:
                 "scores": play(run_dir, args.opponent, args.games, args.simulations),
             }
             rows.append(row)
-            with open(results, "a") as f:
-                f.write(json.dumps(row) + "\n")
+            append_jsonl(results, row)
             scores = ", ".join(f"{o} {s['score']:.3f}" for o, s in row["scores"].items())
             print(f"{name} seed {seed}: {row['train']['iterations']} iterations; {scores}", flush=True)
             write_summary(args.out, rows, args.opponent)

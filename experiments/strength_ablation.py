@@ -22,6 +22,8 @@ import time
 
 import numpy as np
 
+from az_jax.files import append_jsonl, read_jsonl
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 AZ_JAX = os.path.join(os.path.dirname(sys.executable), "az-jax")
@@ -96,6 +98,19 @@ def start_training(
         return subprocess.Popen(
             ["timeout", "-s", "TERM", str(int(seconds)), *command, *sets], stdout=log, stderr=log, cwd=ROOT
         )
+
+
+def pending_jobs(results: str, runs: str, names: list[str], seeds: str) -> tuple[list[dict], list[tuple[str, int]]]:
+    """The rows already in `results` and the (variant, seed) runs still to do; ValueError (one line) when a run still
+    to do already has its directory under `runs`."""
+    rows = read_jsonl(results)
+    done = {(r["variant"], r["seed"]) for r in rows}
+    jobs = [(n, int(s)) for s in seeds.split(",") for n in names if (n, int(s)) not in done]
+    for name, seed in jobs:
+        run_dir = os.path.join(runs, f"{name}-s{seed}")
+        if os.path.exists(run_dir):
+            raise ValueError(f"{run_dir} exists; remove it to rerun {name} seed {seed}")
+    return rows, jobs
 
 
 def trained(run_dir: str, start: float) -> dict:
@@ -213,17 +228,11 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.runs, exist_ok=True)
     results = os.path.join(args.out, "results.jsonl")
-    rows = []
-    if os.path.exists(results):
-        with open(results) as f:
-            rows = [json.loads(line) for line in f if line.strip()]
-    done = {(r["variant"], r["seed"]) for r in rows}
-    jobs = [(n, int(s)) for s in args.seeds.split(",") for n in names if (n, int(s)) not in done]
-    for name, seed in jobs:
-        run_dir = os.path.join(args.runs, f"{name}-s{seed}")
-        if os.path.exists(run_dir):
-            print(f"strength_ablation: {run_dir} exists; remove it to rerun {name} seed {seed}", file=sys.stderr)
-            return 2
+    try:
+        rows, jobs = pending_jobs(results, args.runs, names, args.seeds)
+    except ValueError as e:
+        print(f"strength_ablation: {e}", file=sys.stderr)
+        return 2
     for first in range(0, len(jobs), args.parallel):
         batch = jobs[first : first + args.parallel]
         start = time.time()
@@ -249,8 +258,7 @@ def main(argv=None) -> int:
                 "score": score(run_dir, steps, args.simulations),
             }
             rows.append(row)
-            with open(results, "a") as f:
-                f.write(json.dumps(row) + "\n")
+            append_jsonl(results, row)
             s = row["score"]
             print(
                 f"{name} seed {seed}: {train['iterations']} iterations in {train['seconds']:.0f} s; raw "
