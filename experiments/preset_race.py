@@ -1,5 +1,6 @@
 """Any game's small preset against variants of it at equal wall-clock: each variant trains for the same minutes, then
-its last checkpoint plays each opponent (`az-jax eval`), for games without a solver set (othello, hex, go).
+its last checkpoint plays each opponent (`az-jax eval`), for games without a solver set (othello, hex, go). Against a
+Go engine the table also gives the agent's mean area margin, which still moves when every game is lost.
 
     python experiments/preset_race.py --game othello --out experiments/presets/othello --minutes 10 --seeds 0 \\
         --variant "preset=" --variant "gumbel16_sym=search=gumbel num_simulations=16 augment_symmetries=true" \\
@@ -42,6 +43,9 @@ def play(run_dir: str, opponents: list[str], games: int, simulations: int | None
         summary = evaluate(run_dir, opponent, games=games, simulations=simulations, save_games=False, log=lambda _: 0)
         scores[opponent] = {k: getattr(summary, k) for k in ("wins", "draws", "losses", "elo", "elo_low", "elo_high")}
         scores[opponent]["score"] = summary.score
+        margin = dict(summary.extra).get("margin_mean")  # Go against an engine: the mean area margin
+        if margin is not None:
+            scores[opponent]["margin_mean"] = margin
     return scores
 
 
@@ -58,7 +62,9 @@ def write_summary(out: str, rows: list[dict], opponents: list[str]) -> None:
         for opponent in opponents:
             scored = [r["scores"][opponent] for r in group if opponent in r["scores"]]
             wdl = " ".join(f"+{s['wins']}={s['draws']}−{s['losses']}" for s in scored)
-            cells.append(f"{np.mean([s['score'] for s in scored]):.3f} ({wdl})" if scored else "")
+            margins = [s["margin_mean"] for s in scored if "margin_mean" in s]
+            margin = f", mean margin {np.mean(margins):+.1f}" if margins else ""
+            cells.append(f"{np.mean([s['score'] for s in scored]):.3f} ({wdl}{margin})" if scored else "")
         its = ", ".join(str(r["train"]["iterations"]) for r in group)
         settings = " ".join(group[0]["assignments"]) or "(preset)"
         lines.append(f"| {name} | {settings} | {len(group)} | {its} | " + " | ".join(cells) + " |")

@@ -249,6 +249,20 @@ def test_ladder_cli_rates_checkpoints_with_baselines(tiny_run):
     assert bad.returncode == 2 and "no checkpoint(s) [7]" in error_line(bad)
 
 
+def test_engine_score_agreement_gives_player_a_s_mean_margin():
+    # Game 1: A moved first (Black), pgx counts B+10.5, the engine B+9.5 -> agree, A's margin +10.5. Game 2: A is
+    # White, pgx counts B+3.5, the engine W+0.5 -> disagree, A's margin -3.5. Game 3: resigned, no count. Mean of A's
+    # margins (10.5 - 3.5) / 2 = 3.5.
+    games = [
+        match.GameResult((), True, 1.0, info=(("engine_margin_black", 9.5), ("pgx_margin_black", 10.5))),
+        match.GameResult((), False, -1.0, info=(("engine_margin_black", -0.5), ("pgx_margin_black", 3.5))),
+        match.GameResult((), True, -1.0, resigned=True),
+    ]
+    stats = match.engine_score_agreement(games)
+    assert (stats["score_compared"], stats["score_agreed"], stats["resigned"]) == (2, 1, 1)
+    assert stats["margin_mean"] == pytest.approx(3.5)
+
+
 def test_eval_cli_with_a_player_spec_instead_of_a_run(tmp_path):
     # GNU Go (an engine, so the game runs on the host) against uniform random, one game on 9×9: GNU Go wins, and the
     # end is scored by GNU Go's final_score and by pgx's Tromp-Taylor count with the same winner.
@@ -270,6 +284,7 @@ def test_eval_cli_with_a_player_spec_instead_of_a_run(tmp_path):
     rec = json.loads((out / "results.jsonl").read_text().splitlines()[-1])
     assert (rec["player"], rec["opponent"], rec["wins"], rec["games"]) == ("gnugo0", "random", 1, 1)
     assert rec["score_compared"] == 1 and rec["score_agreed"] == 1
+    assert rec["margin_mean"] > 0  # gnugo0 is player A and won by pgx's count
     (match_dir,) = os.listdir(out / "games")
     assert os.listdir(out / "games" / match_dir) == ["game-0001.sgf"]
     bad = az_here("eval", "--player", "random", "--game", "go_8x8", "--opponent", "random")

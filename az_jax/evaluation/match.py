@@ -83,7 +83,7 @@ class MatchSummary:
         if extra.get("score_compared"):
             text += (
                 f"; engine's final_score names pgx's winner in {extra['score_agreed']}/"
-                f"{extra['score_compared']} scored games"
+                f"{extra['score_compared']} scored games, {self.player}'s mean margin {extra['margin_mean']:+.1f}"
             )
         if extra.get("resigned"):
             text += f"; {extra['resigned']} ended by resignation"
@@ -271,17 +271,22 @@ def play(
 
 
 def engine_score_agreement(games: list[GameResult]) -> dict:
-    """For Go games an engine scored: how often its final score names the same winner as pgx's Tromp-Taylor count."""
+    """For Go games an engine scored: how often its final score names the same winner as pgx's Tromp-Taylor count,
+    and player A's mean margin by that count (points, komi included; A is Black when it moved first), a measure that
+    still moves when every game is lost."""
     compared = agree = 0
+    margins = []
     for g in games:
         info = dict(g.info)
         if "engine_margin_black" in info and "pgx_margin_black" in info:
             compared += 1
             agree += int(np.sign(info["engine_margin_black"]) == np.sign(info["pgx_margin_black"]))
+            margins.append(info["pgx_margin_black"] if g.a_first else -info["pgx_margin_black"])
     return {
         "score_agreement": agree / compared if compared else None,
         "score_compared": compared,
         "score_agreed": agree,
+        "margin_mean": float(np.mean(margins)) if margins else None,
         "resigned": sum(g.resigned for g in games),
     }
 
