@@ -56,6 +56,8 @@ def play(run_dir: str, opponents: list[str], games: int, simulations: int | None
 
 
 def write_summary(out: str, rows: list[dict], opponents: list[str]) -> None:
+    # every opponent any row was scored against (an earlier invocation's too), in order of first appearance
+    opponents = list(dict.fromkeys([o for r in rows for o in r["scores"]] + list(opponents)))
     by_variant: dict[str, list[dict]] = {}
     for row in rows:
         by_variant.setdefault(row["variant"], []).append(row)

@@ -166,6 +166,8 @@ def _config(*extra: str) -> config_lib.Config:
             "lr_boundaries=",
             "train_ratio=1",
             "eval_every=0",
+            "aux_ownership_weight=0",  # the go_9x9 small preset has them on; each test says what it wants
+            "aux_score_weight=0",
             *extra,
         ],
     ).validate()
@@ -334,6 +336,10 @@ def test_config_errors_are_one_line(game, assignments, message):
 
 
 def test_aux_keys_are_off_by_default_and_on_for_go():
-    assert not config_lib.Config().aux_targets  # every preset inherits 0.0: the papers' network and loss
-    on = config_lib.override(config_lib.preset(GO, "small"), ["aux_ownership_weight=1.5"]).validate()
+    assert not config_lib.Config().aux_targets  # 0.0 by default: the papers' network and loss
+    for name in ("paper", "alphago_zero", "small_agz"):  # the papers' presets, and AlphaGo Zero's with resignation
+        assert not config_lib.preset(GO, name).aux_targets, name
+    small = config_lib.preset(GO, "small").validate()  # KataGo's weights in go_9x9's small preset
+    assert (small.aux_ownership_weight, small.aux_score_weight) == (1.5, 1.0)
+    on = config_lib.override(config_lib.preset("go_19x19", "small"), ["aux_ownership_weight=1.5"]).validate()
     assert on.aux_targets and on.aux_score_weight == 0.0
