@@ -34,17 +34,14 @@ def _variant(text: str) -> tuple[str, list[str]]:
     return name, keys.split()
 
 
-def _same_dir(a: str, b: str) -> bool:
-    return os.path.abspath(a) == os.path.abspath(b)
-
-
 def play(run_dir: str, opponents: list[str], games: int, simulations: int | None) -> dict:
     """The last checkpoint's score against each opponent, as `az-jax eval` appends it to RUN/eval/results.jsonl."""
     from az_jax.evaluation.evaluate import evaluate  # JAX starts once the training subprocesses have finished
 
     scores = {}
     for opponent in opponents:
-        if opponent.startswith("run:") and _same_dir(opponent[4:].split("@")[0].split(":")[0], run_dir):
+        own = opponent.startswith("run:") and os.path.abspath(opponent[4:].split("@")[0].split(":")[0])
+        if own == os.path.abspath(run_dir):
             continue  # a variant against its own run (`--opponent run:RUNS/preset-s0` rates the others against it)
         summary = evaluate(run_dir, opponent, games=games, simulations=simulations, save_games=False, log=lambda _: 0)
         scores[opponent] = {k: getattr(summary, k) for k in ("wins", "draws", "losses", "elo", "elo_low", "elo_high")}

@@ -22,8 +22,6 @@ import numpy as np
 from az_jax.evaluation import ladder
 from az_jax.files import replaced_whole
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
 
 def steps_at(run_dir: str, minutes: list[float]) -> list[int]:
     """The checkpoint steps nearest to each of `minutes` of the run's training time (the last point: the last)."""
