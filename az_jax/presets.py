@@ -113,9 +113,9 @@ def _small(game: str) -> Config:
         # completed-Q target improves the prior at any count (Danihelka et al. 2022). Measured after 30 minutes on one
         # core, seed 1, 100 games against random play: PUCT-32 with symmetries 0.72, Gumbel-16 with symmetries 1.00.
         # KataGo's auxiliary ownership and score targets (Wu 2019, "Accelerating Self-Play Learning in Go"): at equal
-        # wall-clock (30 minutes, one run per core beside the preset, experiments/presets/README.md) the run with them
-        # beat the run without in head-to-head games 0.775 (seed 0) and 0.825 (seed 1), 40 games each, at the same
-        # iterations (they cost nothing measurable per iteration).
+        # wall-clock (30 minutes, side by side with the preset, one device each; experiments/presets/README.md) the
+        # run with them beat the run without in head-to-head games 0.775 (seed 0) and 0.825 (seed 1), 40 games each,
+        # at the same iterations (they cost nothing measurable per iteration).
         "go_9x9": dict(
             num_blocks=4,
             num_channels=32,
