@@ -66,6 +66,10 @@ def _conv_dim_labels(fn, *args) -> list[str]:
     return re.findall(r"convolution\(.*?dim_labels=([^,\s]+)", text)
 
 
+@pytest.mark.skipif(
+    jax.default_backend() != "cpu",
+    reason="checks XLA:CPU's compiled convolution layouts; a GPU compiles convolutions to cuDNN calls",
+)
 def test_rolled_gradient_loop_compiles_only_canonical_convolutions():
     # JAX's own gradient inside a rolled scan leaves XLA:CPU a weight-gradient convolution in another layout
     # (f01b_i01o->01bf), which it runs on a slow generic kernel; ours must leave none.
@@ -91,6 +95,9 @@ def test_rolled_gradient_loop_compiles_only_canonical_convolutions():
     assert set(theirs) != {"b01f_01io->b01f"}  # the comparison can fail: JAX's own gradient is not canonical here
 
 
+@pytest.mark.skipif(
+    jax.default_backend() != "cpu", reason="checks XLA:CPU's compiled program; a GPU compiles convolutions to cuDNN calls"
+)
 def test_network_forward_compiles_to_the_same_program():
     # Acting (self-play, evaluation) only runs the forward pass: with az_jax's convolution the network must compile to
     # exactly the convolutions and fusions it had with lax's, so self-play speed cannot change.
