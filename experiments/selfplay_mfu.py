@@ -9,9 +9,8 @@ every program of the bench in a short session: it compiles the self-play half of
 loop and one env-step loop, and nothing of training. Figures:
   * ply seconds = one self-play call (`selfplay_steps` plies of `selfplay_batch_size` games) / plies, median of
     --repeats calls after one warm-up call;
-  * MFU = positions/s × (simulations + 1) × FLOPs per evaluation / peak, FLOPs per evaluation from XLA's cost analysis
-    of one forward on the local batch (no loop in that program, so the count is whole); the peak is the best bf16
-    8192² matmul (bench.measure_peak_flops);
+  * MFU = positions/s × (simulations + 1) × FLOPs per evaluation / peak, FLOPs per evaluation counted from the
+    network (az_jax/flops.py); the peak is the best bf16 8192² matmul (bench.measure_peak_flops);
   * network share = (simulations + 1) × one forward on [B] / ply; env share = simulations × one vmapped pgx step / ply;
     the rest is mctx's tree work plus the move's own step, replay write and resets.
 """
@@ -88,7 +87,7 @@ def main(argv=None) -> int:
     )
     env = bench.median_time(bench.env_step_loop(trainer, n), state.games.env, repeats=args.repeats)
     forward, step = net["seconds"] / n, env["seconds"] / n
-    flops_eval = bench.network_flops_per_evaluation(trainer, variables, B // mesh.size)
+    flops_eval = bench.network_flops_per_evaluation(trainer)
     achieved = positions_per_second * (sims + 1) * flops_eval
     shares = {"network": (sims + 1) * forward / ply, "env_step": sims * step / ply}
     shares["tree_and_rest"] = 1.0 - shares["network"] - shares["env_step"]

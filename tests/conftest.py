@@ -121,8 +121,8 @@ def random_batch(rng: np.random.Generator, n: int, num_actions: int, one_hot_pol
 
 @pytest.fixture(scope="session")
 def two_devices():
-    """The two host CPU devices the data-parallel tests run on."""
-    devices = jax.devices()
+    """The two host CPU devices the data-parallel tests run on (also where an accelerator is the default backend)."""
+    devices = jax.devices("cpu")
     assert len(devices) == 2, f"conftest.py asked for 2 CPU devices, JAX has {devices}"
     return devices
 

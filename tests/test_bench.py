@@ -31,16 +31,14 @@ TINY = {
 
 # Hand count of the network's multiply-adds per evaluation on connect_four (observation 6×7×2, 7 actions), for
 # TINY's network: stem conv 3×3 2→32, one residual block (two 3×3 convs 32→32), policy head conv 1×1 32→2 then dense
-# 84→7, value head conv 1×1 32→1 then dense 42→8 and 8→1. The 3×3 convs pad 'SAME'; XLA counts only kernel taps that
-# land on the board: along the 6 rows the 3 taps of each output give 3·6 − 2 = 16 in-board taps (the edge rows lose
-# one each), along the 7 columns 3·7 − 2 = 19, so 16·19 = 304 (output cell, tap) pairs instead of 42·9 = 378.
-#   stem       304 · 2 · 32        =  19,456
-#   block      2 · 304 · 32 · 32   = 622,592
+# 84→7, value head conv 1×1 32→1 then dense 42→8 and 8→1. Every kernel tap counts, also on the 'SAME' padding:
+# 42 cells · 9 taps = 378 (output cell, tap) pairs per 3×3 conv (az_jax/flops.py).
+#   stem       378 · 2 · 32        =  24,192
+#   block      2 · 378 · 32 · 32   = 774,144
 #   policy     42 · 32 · 2 + 84 · 7 =   3,276
 #   value      42 · 32 + 42 · 8 + 8 =   1,688
-#   total                          = 647,012 multiply-adds = 1,294,024 FLOPs (2 per multiply-add).
-# Batch norm, ReLU, the residual add and the biases add ~1-2 % on top, hence the 5 % tolerance.
-HAND_FLOPS_PER_EVALUATION = 2 * (304 * 2 * 32 + 2 * 304 * 32 * 32 + 42 * 32 * 2 + 84 * 7 + 42 * 32 + 42 * 8 + 8)
+#   total                          = 803,300 multiply-adds = 1,606,600 FLOPs (2 per multiply-add).
+HAND_FLOPS_PER_EVALUATION = 2 * (378 * 2 * 32 + 2 * 378 * 32 * 32 + 42 * 32 * 2 + 84 * 7 + 42 * 32 + 42 * 8 + 8)
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +97,7 @@ def test_bench_figures_are_consistent(bench):
     assert sum(split["share_of_ply"].values()) == approx(1.0)
 
     fl = r["flops"]
-    assert fl["network_flops_per_evaluation"] == pytest.approx(HAND_FLOPS_PER_EVALUATION, rel=0.05)
+    assert fl["network_flops_per_evaluation"] == HAND_FLOPS_PER_EVALUATION == 1_606_600
     assert fl["selfplay_mfu"] == approx(
         sp["positions_per_second"] * (SIMS + 1) * fl["network_flops_per_evaluation"] / fl["peak_flops_per_second"]
     )

@@ -96,7 +96,7 @@ def test_rolled_gradient_loop_compiles_only_canonical_convolutions():
 
 
 @pytest.mark.skipif(
-    jax.default_backend() != "cpu", reason="checks XLA:CPU's compiled program; a GPU compiles convolutions to cuDNN calls"
+    jax.default_backend() != "cpu", reason="checks XLA:CPU's compiled program; a GPU compiles convolutions to cuDNN"
 )
 def test_network_forward_compiles_to_the_same_program():
     # Acting (self-play, evaluation) only runs the forward pass: with az_jax's convolution the network must compile to

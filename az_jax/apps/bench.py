@@ -20,8 +20,8 @@ What is measured (all over the same 1-D device mesh as training; per-device batc
     iterations; no recompile after the first call (jit cache size, and the number of XLA backend compilations
     during calls 2 and 3);
   * memory: peak device memory from `device.memory_stats()` where the backend reports it, else the process's max RSS;
-  * FLOPs: XLA's cost analysis (of the HLO before compilation) of the network forward on [B_local] (per evaluation = flops / B_local) and of one
-    gradient step on [batch_size / devices] (per sample); MFU = achieved FLOP/s / the machine's measured peak
+  * FLOPs: counted from the network (az_jax/flops.py; XLA's cost analysis counts a GPU's cuDNN convolutions as 0),
+    per evaluation and per trained sample (3 forwards); MFU = achieved FLOP/s / the machine's measured peak
     (CPU: best float32 2048² matmul on every device at once; GPU/TPU: bfloat16 8192² matmul), measured at the start
     and at the end of the run, the best of both kept.
 """
@@ -41,8 +41,8 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from az_jax import flops as flops_lib
 from az_jax import iteration as iteration_lib
-from az_jax import learner
 from az_jax import replay as replay_lib
 from az_jax import search as search_lib
 from az_jax.config import Config
@@ -67,16 +67,6 @@ def median_time(fn, *args, repeats: int, warmup: int = 1) -> dict:
         jax.block_until_ready(fn(*args))
     times = [timed(fn, *args)[0] for _ in range(repeats)]
     return {"seconds": statistics.median(times), "all_seconds": times}
-
-
-def cost_flops(lowered) -> float:
-    """Total FLOPs of a lowered XLA computation from the cost analysis of its HLO before compilation (a dict, or a list
-    of dicts per module). Not the compiled program's: a GPU backend turns convolutions into cuDNN custom calls, which
-    its cost analysis counts as 0 FLOPs (seen on an H100: 0.02 GFLOP for a 19 × 256 network's forward)."""
-    analysis = lowered.cost_analysis()
-    if isinstance(analysis, dict):
-        analysis = [analysis]
-    return float(sum(a.get("flops", 0.0) for a in analysis or [] if a))
 
 
 class CompileCounter:
@@ -263,40 +253,15 @@ def selfplay_split(trainer: Trainer, state: TrainState, ply_seconds: float, repe
 
 
 # --- FLOPs --------------------------------------------------------------------------------------------------------
-def network_flops_per_evaluation(trainer: Trainer, variables: dict, batch: int) -> float:
-    """XLA's FLOP count of the acting forward on [batch] observations, divided by batch."""
+def network_flops_per_evaluation(trainer: Trainer) -> float:
+    """FLOPs of one network evaluation, counted from the network (az_jax/flops.py)."""
     env = trainer.setup.env
-    obs_dtype = env.init(jax.random.key(0)).observation.dtype
-    obs = jax.ShapeDtypeStruct((batch, *env.observation_shape), obs_dtype)
-    return cost_flops(jax.jit(trainer.setup.apply_fn).lower(variables, obs)) / batch
+    return float(flops_lib.network_forward_flops(trainer.config, env.observation_shape, env.num_actions))
 
 
-def train_flops_per_sample(trainer: Trainer, state: TrainState, batch: int) -> float:
-    """XLA's FLOP count of one gradient step (forward, backward, update) on [batch] samples, divided by batch."""
-    env = trainer.setup.env
-    obs_dtype = env.init(jax.random.key(0)).observation.dtype
-    shape: Callable[..., Any] = lambda *s, dtype=jnp.float32: jax.ShapeDtypeStruct(s, dtype)  # abstract arrays
-    fake = replay_lib.Batch(
-        observation=shape(batch, *env.observation_shape, dtype=obs_dtype),
-        policy=shape(batch, env.num_actions),
-        legal=shape(batch, env.num_actions, dtype=jnp.bool_),
-        outcome=shape(batch),
-    )
-    step = jax.jit(
-        lambda p, s, o, b: learner.train_step(
-            p,
-            s,
-            o,
-            b,
-            apply_fn=learner.learning_apply(trainer.setup.network),
-            optimizer=learner.make_optimizer(trainer.config),
-            weight_decay=trainer.config.weight_decay,
-            axis_name=None,
-        )
-    )
-    abstract = lambda tree: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
-    lowered = step.lower(abstract(state.params), abstract(state.batch_stats), abstract(state.opt_state), fake)
-    return cost_flops(lowered) / batch
+def train_flops_per_sample(trainer: Trainer) -> float:
+    """FLOPs of one trained sample: the forward and the backward pass, 3 forwards (az_jax/flops.py)."""
+    return flops_lib.TRAIN_FORWARDS * network_flops_per_evaluation(trainer)
 
 
 # --- the whole benchmark ------------------------------------------------------------------------------------------
@@ -454,9 +419,8 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
     peak_again = measure_peak_flops(mesh)  # other load only lowers a peak measurement: keep the best of the two
     peak = max(peak, peak_again, key=lambda p: p["flops_per_second"])
     peak["samples_flops_per_second"] = [first_peak["flops_per_second"], peak_again["flops_per_second"]]
-    variables = {"params": state.params, "batch_stats": state.batch_stats}
-    flops_eval = network_flops_per_evaluation(trainer, variables, B // mesh.size)
-    flops_sample = train_flops_per_sample(trainer, state, config.batch_size // mesh.size)
+    flops_eval = network_flops_per_evaluation(trainer)
+    flops_sample = train_flops_per_sample(trainer)
     peak_fps = peak["flops_per_second"]
     achieved = selfplay_figures["network_evaluations_per_second"] * flops_eval
     flops_figures = {
@@ -470,8 +434,8 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
         "network_isolated_mfu": B * flops_eval / split["network_forward_seconds"] / peak_fps,
         "train_flops_per_second": samples_per_second * flops_sample,
         "train_mfu": samples_per_second * flops_sample / peak_fps,
-        "note": "FLOPs from XLA cost analysis (padding-aware conv counts, 2 FLOPs per multiply-add); "
-        "evaluations per position = num_simulations + 1",
+        "note": "FLOPs counted from the network (az_jax/flops.py: 2 per multiply-add, every kernel tap, a trained "
+        "sample = 3 forwards); evaluations per position = num_simulations + 1",
     }
 
     marks.append(("end", time.perf_counter()))
