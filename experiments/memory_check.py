@@ -64,8 +64,8 @@ def main(argv=None) -> int:
     jax.block_until_ready(state)
     devices = list(mesh.devices.flat)
     stats = [d.memory_stats() or {} for d in devices]
-    peaks = [s.get("peak_bytes_in_use") for s in stats]
-    measured = max(peaks) if all(p is not None for p in peaks) else None
+    peaks = [int(s["peak_bytes_in_use"]) for s in stats if "peak_bytes_in_use" in s]
+    measured = max(peaks) if len(peaks) == len(stats) else None
     result = {
         "game": args.game,
         "preset": args.preset,

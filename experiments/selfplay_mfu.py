@@ -71,7 +71,7 @@ def main(argv=None) -> int:
     times = []
     for call in range(1 + args.repeats):
         seconds, (games, replay, _) = bench.timed(selfplay, state, jax.random.key(call))
-        state = state.replace(games=games, replay=replay)
+        state = state.replace(games=games, replay=replay)  # type: ignore[attr-defined]
         if call:
             times.append(seconds)
     B, S, sims = config.selfplay_batch_size, config.selfplay_steps, config.num_simulations
