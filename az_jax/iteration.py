@@ -84,12 +84,12 @@ class Setup:
         return search_lib.SearchConfig.for_play(self.config, num_simulations)
 
 
-def make_setup(config: Config) -> Setup:
+def make_setup(config: Config, platform: str | None = None) -> Setup:
     """Builds the game (outside any trace: pgx creates module-level arrays when a game is first imported) and the
-    network functions."""
+    network functions, for devices of `platform` (default: JAX's default backend)."""
     env = make_env(config.game)[0]
-    network = networks.make_network(config, env.num_actions)
-    learning = networks.make_network(config, env.num_actions, axis_name=DEVICE_AXIS)
+    network = networks.make_network(config, env.num_actions, platform=platform)
+    learning = networks.make_network(config, env.num_actions, axis_name=DEVICE_AXIS, platform=platform)
     return Setup(
         config=config,
         env=env,

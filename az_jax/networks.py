@@ -122,12 +122,14 @@ class AlphaZeroNet(nn.Module):
         return (*outputs, ownership, score) if aux else outputs
 
 
-def make_network(config, num_actions: int, axis_name: str | None = None) -> AlphaZeroNet:
-    """The network of `config`. On CPU its convolutions take az_jax/conv.py's gradient, which XLA:CPU runs at full
-    speed inside the learner's `lax.scan` of gradient steps (same values; experiments/PERFORMANCE.md §4); accelerators
-    keep JAX's own."""
+def make_network(config, num_actions: int, axis_name: str | None = None, platform: str | None = None) -> AlphaZeroNet:
+    """The network of `config` for devices of `platform` (default: JAX's default backend). On CPU its convolutions
+    take az_jax/conv.py's gradient, which XLA:CPU runs at full speed inside the learner's `lax.scan` of gradient steps
+    (same values; experiments/PERFORMANCE.md §4); accelerators keep JAX's own, also when the program is compiled for
+    them on a CPU machine (`az-jax preflight`)."""
     dtype = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}[config.compute_dtype]
-    conv = conv_lib.conv_general_dilated if jax.default_backend() == "cpu" else lax.conv_general_dilated
+    platform = platform or jax.default_backend()
+    conv = conv_lib.conv_general_dilated if platform == "cpu" else lax.conv_general_dilated
     return AlphaZeroNet(
         num_actions=num_actions,
         num_blocks=config.num_blocks,

@@ -28,7 +28,8 @@ class Trainer:
     setup: iteration_lib.Setup = dataclasses.field(init=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "setup", iteration_lib.make_setup(self.config))
+        platform = self.mesh.devices.flat[0].platform  # compile-only TPU/GPU devices too (az-jax preflight)
+        object.__setattr__(self, "setup", iteration_lib.make_setup(self.config, platform))
 
     @property
     def num_devices(self) -> int:

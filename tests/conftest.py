@@ -20,6 +20,9 @@ import time
 
 import jax
 
+from az_jax import platforms
+
+platforms.quiet_start()  # libtpu (the compile-only TPU tests' package) probes for a TPU only where one is attached
 jax.config.update("jax_num_cpu_devices", 2)
 
 _CACHE_OWNER = "AZ_JAX_TEST_XLA_CACHE" not in os.environ

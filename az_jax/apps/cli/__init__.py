@@ -3,6 +3,7 @@
     train    train (or resume) a run                                              train.py
     play     play against a trained agent in the terminal                         play.py
     bench    throughput, compile time, memory, FLOPs and MFU of a config          bench.py
+    preflight  compile a run for a TPU slice / GPU on this machine: memory, FLOPs   preflight.py
     eval     a trained run (or any player) against another player                 eval.py
     ladder   Elo of every checkpoint of a run, plus baselines                     ladder.py
     sweep    a hyperparameter sweep from a JSON spec                              sweep.py
@@ -29,14 +30,14 @@ import threading
 
 import jax
 
-from az_jax import distributed, host_devices
-from az_jax.apps.cli import alphago, bench, eval, gtp, ladder, play, render, sweep, train, uci
+from az_jax import distributed, host_devices, platforms
+from az_jax.apps.cli import alphago, bench, eval, gtp, ladder, play, preflight, render, sweep, train, uci
 from az_jax.apps.cli.args import Parser, UsageError, devices
 
 # The subcommands in the order `az-jax --help` lists them; each one's name is its module's.
 COMMANDS = {
     module.__name__.rsplit(".", 1)[1]: module
-    for module in (train, play, bench, eval, ladder, sweep, render, gtp, uci, alphago)
+    for module in (train, play, bench, preflight, eval, ladder, sweep, render, gtp, uci, alphago)
 }
 
 
@@ -77,9 +78,12 @@ def build_parser() -> Parser:
 def setup_process(args) -> None:
     """What must happen before JAX starts its backend: the host devices, the sweep's CPU pin, joining a multi-process
     run. Raises DistributedError on a bad multi-process set-up."""
+    platforms.quiet_start()  # no TPU probe (libtpu's log on stderr) where no TPU is attached
     host_devices.setup(args.devices)  # the backend starts on first use, so this still takes effect
     if args.command == "sweep":  # this process only plans and launches trials: it leaves the accelerators to them
         jax.config.update("jax_platforms", "cpu")
+    if args.command == "preflight":  # compiles for compile-only TPU/GPU devices: JAX's own backend stays the CPU
+        preflight.before_backend()
     if args.command == "train":  # joins a multi-process run, if any, before the library's imports start the backend
         distributed.initialize(args.coordinator, args.num_processes, args.process_id)
 

@@ -53,6 +53,17 @@ seed = bounded_int(0, MAX_SEED)
 devices = bounded_int(1, MAX_DEVICES)
 
 
+def positive_float(text: str) -> float:
+    """A finite number > 0 (seconds, rates)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
 def path(text: str) -> str:
     """The argparse type of a file or directory path: not empty, no NUL character (which no system call takes)."""
     if not text or "\x00" in text:

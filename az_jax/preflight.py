@@ -1,0 +1,236 @@
+"""Plans a run for an accelerator it does not have: compiles the run's programs for a TPU slice or NVIDIA GPUs
+(az_jax/targets.py) on this machine and checks what each device will hold against the device's memory.
+
+Per device it reports the state the run keeps (parameters + optimizer, the replay buffer, the games in progress, the
+rest), each compiled program's XLA memory analysis (arguments, outputs, aliased bytes, temporaries) and compile time,
+the FLOPs of one iteration counted from the network (az_jax/flops.py), and the MFU a measured iteration time would
+mean. `check_fits` turns a plan that does not fit into one line naming the largest buffers and the keys that shrink
+them.
+
+How a program's peak is estimated, per device:
+  * the iteration: arguments + outputs − aliased + temporaries (its input state is donated: the new state reuses it);
+  * gating and evaluation matches: the whole state stays resident beside them, so state + outputs + temporaries.
+On a GPU the estimate is raised to what was measured against it on an H100 (experiments/results/gpu/README.md:
+the device's peak was 1.17× the plan on a 5 GiB iteration, plus about 0.2 GiB the plan does not see): × 1.2 + 0.25
+GiB. A TPU plan is taken as the TPU compiler states it (it refuses programs whose temporaries exceed HBM).
+"""
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from az_jax import flops as flops_lib
+from az_jax.config import Config
+from az_jax.devices import DEVICE_AXIS
+from az_jax.targets import GIB, Target
+from az_jax.trainer import Trainer
+
+GPU_FACTOR, GPU_EXTRA_BYTES = 1.2, GIB // 4  # the GPU margin above (measured on one H100)
+PROGRAMS = ("iteration", "gating", "evaluation")
+
+
+class PlanError(ValueError):
+    """A config that does not fit its target, or a target this machine cannot compile for."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramPlan:
+    """One compiled program's memory per device (bytes) and compile time."""
+
+    name: str
+    compile_seconds: float
+    argument_bytes: int
+    output_bytes: int
+    alias_bytes: int
+    temp_bytes: int
+    peak_bytes: int  # the estimate of the module docstring, before the GPU margin
+
+
+def target_mesh(target: Target) -> Mesh:
+    """A 1-D mesh over the target's compile-only devices; PlanError when this machine lacks libtpu or the CUDA plugin."""
+    try:
+        devices = target.topology_devices()
+    except Exception as e:  # libtpu / the CUDA plugin missing or refusing the topology: one line for the user
+        extra = "tpu" if target.platform == "tpu" else "cuda"
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise PlanError(
+            f"cannot compile for {target.name} on this machine ({first}); install the compiler with "
+            f"pip install -e '.[{extra}]'"
+        ) from None
+    if len(devices) != target.devices:
+        raise PlanError(f"{target.name}: expected {target.devices} devices, the topology has {len(devices)}")
+    return Mesh(np.asarray(devices), (DEVICE_AXIS,))
+
+
+def _local_bytes(tree: Any, num_devices: int) -> int:
+    """Bytes of one device's share of an abstract tree whose leaves carry shardings."""
+    total = 0
+    for leaf in jax.tree.leaves(tree):
+        size = int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize
+        spec = getattr(leaf.sharding, "spec", ())
+        total += size // num_devices if any(axis is not None for axis in spec) else size
+    return total
+
+
+def state_bytes(trainer: Trainer) -> dict[str, int]:
+    """Per-device bytes of the state a run keeps, by part."""
+    state, n = trainer.abstract_state(), trainer.num_devices
+    parts = {
+        "parameters_and_optimizer": _local_bytes((state.params, state.batch_stats, state.opt_state), n),
+        "replay_buffer": _local_bytes(state.replay, n),
+        "games_in_progress": _local_bytes(state.games, n),
+        "other": _local_bytes((state.key, state.iteration, state.best, state.resign), n),
+    }
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def _memory(compiled) -> tuple[int, int, int, int]:
+    m = compiled.memory_analysis()
+    return (
+        int(m.argument_size_in_bytes),
+        int(m.output_size_in_bytes),
+        int(m.alias_size_in_bytes),
+        int(m.temp_size_in_bytes),
+    )
+
+
+def _compile(name: str, lower: Callable[[], Any], resident: int | None) -> ProgramPlan:
+    t0 = time.perf_counter()
+    compiled = lower().compile()
+    seconds = time.perf_counter() - t0
+    argument, output, alias, temp = _memory(compiled)
+    peak = argument + output - alias + temp if resident is None else resident + output + temp
+    return ProgramPlan(name, seconds, argument, output, alias, temp, peak)
+
+
+def compile_programs(trainer: Trainer, programs=PROGRAMS, log: Callable[[str], None] = lambda m: None) -> list:
+    """Compiles the run's programs for the trainer's mesh; a ProgramPlan each (gating only where the config gates,
+    evaluation only where it evaluates)."""
+    from az_jax.loop import baseline_matches  # the loop's own evaluation programs
+
+    config, state = trainer.config, trainer.abstract_state()
+    resident = state_bytes(trainer)["total"]
+    plans = []
+    if "iteration" in programs:
+        log("compiling the training iteration")
+        plans.append(_compile("iteration", lambda: trainer.iterate.lower(state), None))
+    replicated = NamedSharding(trainer.mesh, P())
+    key = jax.ShapeDtypeStruct((), jax.random.key(0).dtype, sharding=replicated)
+    if "gating" in programs and config.gating:
+        log("compiling gating")
+        lower = lambda: trainer.gate.lower(state.params, state.batch_stats, state.best, state.iteration, key)
+        plans.append(_compile("gating", lower, resident))
+    if "evaluation" in programs and config.eval_every:
+        variables = {"params": state.params, "batch_stats": state.batch_stats}
+        sims = config.eval_simulations or config.num_simulations
+        for name, match in baseline_matches(trainer, config.eval_games, sims).items():
+            log(f"compiling the evaluation match against {name}")
+            plans.append(_compile(f"evaluation vs {name}", lambda m=match: m.lower(variables, key), resident))
+    return plans
+
+
+def required_bytes(target: Target, peak_bytes: int) -> int:
+    """A program's estimated peak with the target's margin (module docstring)."""
+    if target.platform == "cuda":
+        return int(peak_bytes * GPU_FACTOR) + GPU_EXTRA_BYTES
+    return peak_bytes
+
+
+def plan(
+    config: Config,
+    target: Target,
+    programs=PROGRAMS,
+    iteration_seconds: float | None = None,
+    log: Callable[[str], None] = lambda m: None,
+) -> dict:
+    """The whole plan of `config` on `target`, JSON-ready (bytes per device)."""
+    config.validate(target.devices)
+    mesh = target_mesh(target)
+    trainer = Trainer(config, mesh)
+    state = state_bytes(trainer)
+    compiled = compile_programs(trainer, programs, log)
+    env = trainer.setup.env
+    counted = flops_lib.iteration_flops(config, env.observation_shape, env.num_actions)
+    worst = max(compiled, key=lambda p: p.peak_bytes) if compiled else None
+    need = required_bytes(target, worst.peak_bytes) if worst else state["total"]
+    result = {
+        "target": target.name,
+        "about": target.about,
+        "platform": target.platform,
+        "devices": target.devices,
+        "device_memory_bytes": target.memory_bytes,
+        "budget_bytes": target.budget_bytes,
+        "game": config.game,
+        "state_bytes": state,
+        "programs": [dataclasses.asdict(p) for p in compiled],
+        "required_bytes": need,
+        "fits": need <= target.budget_bytes,
+        "flops": counted,
+        "peak_bf16_flops_per_second": target.peak_bf16_flops * target.devices,
+        "jax": jax.__version__,
+    }
+    if iteration_seconds:
+        result["iteration_seconds"] = iteration_seconds
+        result["mfu"] = flops_lib.mfu(counted["iteration"], iteration_seconds, result["peak_bf16_flops_per_second"])
+    return result
+
+
+# What shrinks each part of a device's memory (named in the error of a plan that does not fit).
+SHRINKS = {
+    "replay_buffer": "replay_capacity",
+    "games_in_progress": "selfplay_batch_size",
+    "parameters_and_optimizer": "num_blocks, num_channels",
+    "temporaries": "batch_size (training), selfplay_batch_size and num_simulations (search trees), "
+    "compute_dtype=bfloat16",
+}
+
+
+def check_fits(result: dict) -> None:
+    """PlanError (one line) when the plan needs more than the target's budget."""
+    if result["fits"]:
+        return
+    worst = max(result["programs"], key=lambda p: p["peak_bytes"])
+    parts = {k: v for k, v in result["state_bytes"].items() if k not in ("total", "other")}
+    parts["temporaries"] = worst["temp_bytes"]
+    largest = sorted(parts.items(), key=lambda kv: -kv[1])[:2]
+    named = "; ".join(f"{name.replace('_', ' ')} {v / GIB:.1f} GiB (shrink: {SHRINKS[name]})" for name, v in largest)
+    raise PlanError(
+        f"{result['game']} does not fit {result['target']}: its {worst['name']} needs {result['required_bytes'] / GIB:.1f}"
+        f" GiB per device, the device has {result['budget_bytes'] / GIB:.1f} GiB; largest: {named}"
+    )
+
+
+def format_table(result: dict) -> str:
+    """The plan as a short table (GiB per device)."""
+    g = lambda b: f"{b / GIB:8.3f} GiB"
+    s = result["state_bytes"]
+    lines = [
+        f"{result['game']} on {result['target']} ({result['about']}; {result['devices']} devices, "
+        f"{result['budget_bytes'] / GIB:.2f} GiB usable per device)",
+        f"  parameters + optimizer {g(s['parameters_and_optimizer'])}",
+        f"  replay buffer          {g(s['replay_buffer'])}",
+        f"  games in progress      {g(s['games_in_progress'])}",
+        f"  state in all           {g(s['total'])}",
+    ]
+    for p in result["programs"]:
+        lines.append(
+            f"  {p['name']:<22} temporaries {g(p['temp_bytes'])}, peak {g(p['peak_bytes'])}, "
+            f"compiled in {p['compile_seconds']:.1f} s"
+        )
+    f = result["flops"]
+    lines.append(
+        f"  FLOPs per iteration    {f['iteration'] / 1e12:.3g} TFLOP (self-play {f['selfplay'] / 1e12:.3g}, "
+        f"training {f['training'] / 1e12:.3g}; {f['network_forward'] / 1e9:.3g} GFLOP a position)"
+    )
+    if "mfu" in result:
+        lines.append(f"  MFU at {result['iteration_seconds']:g} s an iteration: {100 * result['mfu']:.1f}%")
+    verdict = "fits" if result["fits"] else "DOES NOT FIT"
+    lines.append(f"  needs {result['required_bytes'] / GIB:.2f} GiB per device: {verdict}")
+    return "\n".join(lines)
