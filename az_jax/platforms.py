@@ -33,7 +33,7 @@ def _cuda_plugin_installed() -> bool:
 def quiet_start() -> str | None:
     """Sets jax_platforms to what this machine can run when libtpu is installed but no TPU is attached. Returns the
     platforms set, or None when it left JAX's own choice."""
-    if os.environ.get("JAX_PLATFORMS") or jax.config.jax_platforms:
+    if os.environ.get("JAX_PLATFORMS") or getattr(jax.config, "jax_platforms", None):
         return None
     if importlib.util.find_spec("libtpu") is None or has_tpu_device():
         return None

@@ -16,6 +16,7 @@ GiB. A TPU plan is taken as the TPU compiler states it (it refuses programs whos
 """
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -53,7 +54,7 @@ class ProgramPlan:
 
 
 def target_mesh(target: Target) -> Mesh:
-    """A 1-D mesh over the target's compile-only devices; PlanError when this machine lacks libtpu or the CUDA plugin."""
+    """A 1-D mesh over the target's compile-only devices; PlanError where libtpu or the CUDA plugin is missing."""
     try:
         devices = target.topology_devices()
     except Exception as e:  # libtpu / the CUDA plugin missing or refusing the topology: one line for the user
@@ -125,14 +126,15 @@ def compile_programs(trainer: Trainer, programs=PROGRAMS, log: Callable[[str], N
     key = jax.ShapeDtypeStruct((), jax.random.key(0).dtype, sharding=replicated)
     if "gating" in programs and config.gating:
         log("compiling gating")
-        lower = lambda: trainer.gate.lower(state.params, state.batch_stats, state.best, state.iteration, key)
-        plans.append(_compile("gating", lower, resident))
+        gate_args = (state.params, state.batch_stats, state.best, state.iteration, key)
+        plans.append(_compile("gating", lambda: trainer.gate.lower(*gate_args), resident))
     if "evaluation" in programs and config.eval_every:
         variables = {"params": state.params, "batch_stats": state.batch_stats}
         sims = config.eval_simulations or config.num_simulations
         for name, match in baseline_matches(trainer, config.eval_games, sims).items():
             log(f"compiling the evaluation match against {name}")
-            plans.append(_compile(f"evaluation vs {name}", lambda m=match: m.lower(variables, key), resident))
+            lower: Callable[[], Any] = functools.partial(match.lower, variables, key)
+            plans.append(_compile(f"evaluation vs {name}", lower, resident))
     return plans
 
 
@@ -160,7 +162,7 @@ def plan(
     counted = flops_lib.iteration_flops(config, env.observation_shape, env.num_actions)
     worst = max(compiled, key=lambda p: p.peak_bytes) if compiled else None
     need = required_bytes(target, worst.peak_bytes) if worst else state["total"]
-    result = {
+    result: dict[str, Any] = {
         "target": target.name,
         "about": target.about,
         "platform": target.platform,
@@ -178,7 +180,8 @@ def plan(
     }
     if iteration_seconds:
         result["iteration_seconds"] = iteration_seconds
-        result["mfu"] = flops_lib.mfu(counted["iteration"], iteration_seconds, result["peak_bf16_flops_per_second"])
+        peak = target.peak_bf16_flops * target.devices
+        result["mfu"] = flops_lib.mfu(counted["iteration"], iteration_seconds, peak)
     return result
 
 
@@ -202,8 +205,9 @@ def check_fits(result: dict) -> None:
     largest = sorted(parts.items(), key=lambda kv: -kv[1])[:2]
     named = "; ".join(f"{name.replace('_', ' ')} {v / GIB:.1f} GiB (shrink: {SHRINKS[name]})" for name, v in largest)
     raise PlanError(
-        f"{result['game']} does not fit {result['target']}: its {worst['name']} needs {result['required_bytes'] / GIB:.1f}"
-        f" GiB per device, the device has {result['budget_bytes'] / GIB:.1f} GiB; largest: {named}"
+        f"{result['game']} does not fit {result['target']}: its {worst['name']} needs "
+        f"{result['required_bytes'] / GIB:.1f} GiB per device, the device has {result['budget_bytes'] / GIB:.1f} GiB; "
+        f"largest: {named}"
     )
 
 

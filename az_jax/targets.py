@@ -15,6 +15,7 @@ Sources of the figures (the vendors' published specifications):
 
 import dataclasses
 import os
+from typing import Any
 
 GB = 10**9
 GIB = 2**30
@@ -99,7 +100,7 @@ class Target:
         from az_jax.platforms import captured_stderr
 
         if self.platform == "tpu":
-            kwargs = {}
+            kwargs: dict[str, Any] = {}
             if self.chip_config_name:
                 kwargs["chip_config_name"] = self.chip_config_name
             if self.single_chip:
