@@ -16,7 +16,7 @@ from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from az_jax import arena, distributed
+from az_jax import arena, distributed, preemption
 from az_jax import checkpoint as ckpt
 from az_jax import config as config_lib
 from az_jax.devices import DEVICE_AXIS, make_mesh
@@ -196,61 +196,74 @@ def train_and_evaluate(
     writer = MetricsWriter(
         run_dir, total=config.num_iterations, initial=start, progress=progress, active=distributed.is_main_process()
     )
-    try:
-        for it in range(start, config.num_iterations):
-            t0 = time.perf_counter()
-            state, metrics = trainer.iterate(state)
-            metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
-            seconds = time.perf_counter() - t0
-            done = it + 1
-            if metrics["train/finite"] != 1.0:  # stop before this iteration is gated, evaluated, saved or logged
-                manager.wait_until_finished()
-                raise DivergenceError(divergence_message(done, metrics, manager.latest_step()))
-            if config.gating and done % config.gating_interval == 0:
-                # A separate jitted match on the same devices, decided on device (az_jax/gating.py). The next
-                # self-play plays the best player, so it waits for the match in any case; only its W/D/L come back.
-                t1 = time.perf_counter()
-                best, gate_metrics = trainer.gate(
-                    state.params, state.batch_stats, state.best, state.iteration, jax.random.fold_in(gating_key, done)
-                )
-                state = state.replace(best=best)
-                metrics.update({k: float(v) for k, v in jax.device_get(gate_metrics).items()})
-                metrics["gating/seconds"] = time.perf_counter() - t1
-            metrics.update(
-                {
-                    "perf/iteration_seconds": seconds,
-                    "perf/positions_per_second": config.positions_per_iteration / seconds,
-                    "perf/simulations_per_second": config.positions_per_iteration * config.num_simulations / seconds,
-                    "perf/train_samples_per_second": metrics["train/steps"] * config.batch_size / seconds,
-                }
-            )
-            evaluating = config.eval_every and (done % config.eval_every == 0 or done == config.num_iterations)
-            variables = {"params": state.params, "batch_stats": state.batch_stats}
-            if evaluating and probe is not None:
-                t1 = time.perf_counter()
-                metrics.update(probe(variables, jax.random.fold_in(solver_key, done)))
-                metrics["eval/solver_seconds"] = time.perf_counter() - t1
-            if evaluating:
-                for name, match in matches.items():
+    with preemption.StopOnSigterm() as stop:  # SIGTERM ends the run after the iteration in flight, saved
+        try:
+            for it in range(start, config.num_iterations):
+                t0 = time.perf_counter()
+                state, metrics = trainer.iterate(state)
+                metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+                seconds = time.perf_counter() - t0
+                done = it + 1
+                if metrics["train/finite"] != 1.0:  # stop before this iteration is gated, evaluated, saved or logged
+                    manager.wait_until_finished()
+                    raise DivergenceError(divergence_message(done, metrics, manager.latest_step()))
+                if config.gating and done % config.gating_interval == 0:
+                    # A separate jitted match on the same devices, decided on device (az_jax/gating.py). The next
+                    # self-play plays the best player, so it waits for the match in any case; only its W/D/L come back.
                     t1 = time.perf_counter()
-                    results = distributed.fetch(match(variables, jax.random.fold_in(eval_key, done)))
-                    metrics.update(
-                        {
-                            f"eval/vs_{name}_score": arena.score(results),
-                            f"eval/vs_{name}_wins": float((results > 0).sum()),
-                            f"eval/vs_{name}_draws": float((results == 0).sum()),
-                            f"eval/vs_{name}_losses": float((results < 0).sum()),
-                            f"eval/vs_{name}_seconds": time.perf_counter() - t1,
-                        }
+                    best, gate_metrics = trainer.gate(
+                        state.params,
+                        state.batch_stats,
+                        state.best,
+                        state.iteration,
+                        jax.random.fold_in(gating_key, done),
                     )
-            # The line first, then the checkpoint: a kill between the two leaves a line that the resume trims
-            # (MetricsWriter), never a checkpoint whose iteration has no line.
-            writer.write(done, metrics)
-            if done % config.checkpoint_every == 0 or done == config.num_iterations:
-                ckpt.save(manager, state, config)
-            if progress_fn is not None:
-                progress_fn(done, metrics)
-    finally:
-        manager.wait_until_finished()
-        writer.close()
+                    state = state.replace(best=best)
+                    metrics.update({k: float(v) for k, v in jax.device_get(gate_metrics).items()})
+                    metrics["gating/seconds"] = time.perf_counter() - t1
+                metrics.update(
+                    {
+                        "perf/iteration_seconds": seconds,
+                        "perf/positions_per_second": config.positions_per_iteration / seconds,
+                        "perf/simulations_per_second": config.positions_per_iteration
+                        * config.num_simulations
+                        / seconds,
+                        "perf/train_samples_per_second": metrics["train/steps"] * config.batch_size / seconds,
+                    }
+                )
+                evaluating = config.eval_every and (done % config.eval_every == 0 or done == config.num_iterations)
+                variables = {"params": state.params, "batch_stats": state.batch_stats}
+                if evaluating and probe is not None:
+                    t1 = time.perf_counter()
+                    metrics.update(probe(variables, jax.random.fold_in(solver_key, done)))
+                    metrics["eval/solver_seconds"] = time.perf_counter() - t1
+                if evaluating:
+                    for name, match in matches.items():
+                        t1 = time.perf_counter()
+                        results = distributed.fetch(match(variables, jax.random.fold_in(eval_key, done)))
+                        metrics.update(
+                            {
+                                f"eval/vs_{name}_score": arena.score(results),
+                                f"eval/vs_{name}_wins": float((results > 0).sum()),
+                                f"eval/vs_{name}_draws": float((results == 0).sum()),
+                                f"eval/vs_{name}_losses": float((results < 0).sum()),
+                                f"eval/vs_{name}_seconds": time.perf_counter() - t1,
+                            }
+                        )
+                # The line first, then the checkpoint: a kill between the two leaves a line that the resume trims
+                # (MetricsWriter), never a checkpoint whose iteration has no line.
+                writer.write(done, metrics)
+                saving = done % config.checkpoint_every == 0 or done == config.num_iterations
+                if saving:
+                    ckpt.save(manager, state, config)
+                if progress_fn is not None:
+                    progress_fn(done, metrics)
+                if stop.should_stop():  # SIGTERM: this iteration is the last; its checkpoint is written before exiting
+                    if not saving:
+                        ckpt.save(manager, state, config)
+                    manager.wait_until_finished()
+                    raise preemption.Preempted(done)
+        finally:
+            manager.wait_until_finished()
+            writer.close()
     return state

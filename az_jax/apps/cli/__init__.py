@@ -102,11 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, distributed.DistributedError) as e:
         return error(str(e))
     # Imported only now: importing them starts JAX's backend, which the lines above set up.
+    from az_jax import preemption
     from az_jax.checkpoint import CheckpointError
     from az_jax.config import ConfigError
     from az_jax.engines import EngineError
     from az_jax.evaluation.players import PlayerSpecError
     from az_jax.loop import DivergenceError
+    from az_jax.preemption import Preempted
     from envs import UnknownGameError
     from envs.records import RecordError
 
@@ -114,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         return COMMANDS[args.command].run(args)
     except (UsageError, ConfigError, CheckpointError, RecordError, PlayerSpecError, UnknownGameError) as e:
         return error(str(e))
+    except Preempted as e:  # SIGTERM during training: the iteration in flight finished and was saved
+        return error(str(e), preemption.EXIT_STATUS)
     except DivergenceError as e:  # a run whose loss or weights stopped being finite: its settings, not a bug
         return error(str(e))
     except EngineError as e:
