@@ -17,6 +17,7 @@ GiB. A TPU plan is taken as the TPU compiler states it (it refuses programs whos
 
 import dataclasses
 import functools
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -51,6 +52,13 @@ class ProgramPlan:
     alias_bytes: int
     temp_bytes: int
     peak_bytes: int  # the estimate of the module docstring, before the GPU margin
+    error: str | None = None  # the compiler's refusal (out of memory), when it refused
+
+
+# The TPU compiler refuses a program whose temporaries exceed HBM, e.g. "RESOURCE_EXHAUSTED: Ran out of memory on HBM,
+# the total memory required for HLO temporaries (35.76G) exceeds available HBM (15.75G)".
+_OUT_OF_MEMORY = re.compile(r"temporaries \(([0-9.]+)([KMGT])\)")
+_UNITS = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
 def target_mesh(target: Target) -> Mesh:
@@ -102,9 +110,23 @@ def _memory(compiled) -> tuple[int, int, int, int]:
     )
 
 
-def _compile(name: str, lower: Callable[[], Any], resident: int | None) -> ProgramPlan:
+def _compile(name: str, lower: Callable[[], Any], resident: int | None, state_total: int) -> ProgramPlan:
+    """Compiles one program; `resident`: the state that stays beside it (None for the iteration, which takes the state
+    as its donated argument); `state_total`: the state's bytes, the arguments of a program the compiler refused."""
     t0 = time.perf_counter()
-    compiled = lower().compile()
+    lowered = lower()
+    try:
+        compiled = lowered.compile()
+    except Exception as e:  # jax's XlaRuntimeError; only the compiler's out-of-memory refusal is a plan's answer
+        text = str(e)
+        found = _OUT_OF_MEMORY.search(text)
+        if "RESOURCE_EXHAUSTED" not in text or not found:
+            raise
+        temp = int(float(found.group(1)) * _UNITS[found.group(2)])
+        argument = state_total
+        peak = argument + temp if resident is None else resident + temp
+        line = next(line for line in text.splitlines() if "RESOURCE_EXHAUSTED" in line).strip()
+        return ProgramPlan(name, time.perf_counter() - t0, argument, 0, 0, temp, peak, error=line)
     seconds = time.perf_counter() - t0
     argument, output, alias, temp = _memory(compiled)
     peak = argument + output - alias + temp if resident is None else resident + output + temp
@@ -121,20 +143,20 @@ def compile_programs(trainer: Trainer, programs=PROGRAMS, log: Callable[[str], N
     plans = []
     if "iteration" in programs:
         log("compiling the training iteration")
-        plans.append(_compile("iteration", lambda: trainer.iterate.lower(state), None))
+        plans.append(_compile("iteration", lambda: trainer.iterate.lower(state), None, resident))
     replicated = NamedSharding(trainer.mesh, P())
     key = jax.ShapeDtypeStruct((), jax.random.key(0).dtype, sharding=replicated)
     if "gating" in programs and config.gating:
         log("compiling gating")
         gate_args = (state.params, state.batch_stats, state.best, state.iteration, key)
-        plans.append(_compile("gating", lambda: trainer.gate.lower(*gate_args), resident))
+        plans.append(_compile("gating", lambda: trainer.gate.lower(*gate_args), resident, resident))
     if "evaluation" in programs and config.eval_every:
         variables = {"params": state.params, "batch_stats": state.batch_stats}
         sims = config.eval_simulations or config.num_simulations
         for name, match in baseline_matches(trainer, config.eval_games, sims).items():
             log(f"compiling the evaluation match against {name}")
             lower: Callable[[], Any] = functools.partial(match.lower, variables, key)
-            plans.append(_compile(f"evaluation vs {name}", lower, resident))
+            plans.append(_compile(f"evaluation vs {name}", lower, resident, resident))
     return plans
 
 
@@ -224,9 +246,10 @@ def format_table(result: dict) -> str:
         f"  state in all           {g(s['total'])}",
     ]
     for p in result["programs"]:
+        how = "refused by the compiler (out of memory)" if p["error"] else "compiled"
         lines.append(
             f"  {p['name']:<22} temporaries {g(p['temp_bytes'])}, peak {g(p['peak_bytes'])}, "
-            f"compiled in {p['compile_seconds']:.1f} s"
+            f"{how} in {p['compile_seconds']:.1f} s"
         )
     f = result["flops"]
     lines.append(

@@ -100,6 +100,9 @@ class Target:
         from az_jax.platforms import captured_stderr
 
         if self.platform == "tpu":
+            # compile-only: no metadata server to ask, and several processes (pytest -n 2) may load libtpu at once
+            os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+            os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
             kwargs: dict[str, Any] = {}
             if self.chip_config_name:
                 kwargs["chip_config_name"] = self.chip_config_name

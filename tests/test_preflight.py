@@ -1,0 +1,121 @@
+"""`az-jax preflight` (az_jax/preflight.py, az_jax/targets.py): the run's programs compile on this CPU machine for a
+TPU slice (libtpu) and an NVIDIA GPU (the CUDA plugin and our own target config), what runs there is what was meant
+(JAX's convolution, bf16 where asked, the donated state aliased, no host round trips), the per-device plan adds up by
+hand, and a config that does not fit is one line with exit status 2."""
+
+import dataclasses
+import re
+import subprocess
+import sys
+
+import jax
+import pytest
+from jax import lax
+
+from az_jax import preflight, targets
+from az_jax.config import override, preset
+from az_jax.trainer import Trainer
+
+TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4", "selfplay_batch_size=8"]
+TINY += ["batch_size=16", "selfplay_steps=3", "replay_capacity=64", "min_replay_size=8", "eval_games=8"]
+
+
+def _config(*extra: str):
+    return override(preset("tic_tac_toe", "small"), TINY + list(extra))
+
+
+@pytest.fixture(scope="module")
+def tpu_iteration():
+    """The tiny run's iteration compiled for a 4-chip v5e slice, in bf16: (trainer, compiled)."""
+    trainer = Trainer(_config("compute_dtype=bfloat16"), preflight.target_mesh(targets.get_target("v5litepod-4")))
+    return trainer, trainer.iterate.lower(trainer.abstract_state()).compile()
+
+
+def test_tpu_executable_runs_what_was_meant(tpu_iteration):
+    trainer, compiled = tpu_iteration
+    assert [d.platform for d in trainer.mesh.devices.flat] == ["tpu"] * 4
+    # the network takes JAX's convolution on a TPU, not az_jax/conv.py's XLA:CPU gradient
+    assert trainer.setup.network.conv is lax.conv_general_dilated
+    text = compiled.as_text()
+    convolutions = [line for line in text.splitlines() if re.search(r"= \S+ convolution\(", line)]
+    assert convolutions, "no convolution in the TPU program"
+    assert all(line.split("=")[1].strip().startswith("bf16[") for line in convolutions)  # computed in bf16
+    for host_round_trip in ("callback", "outfeed", "infeed", " send(", " recv("):
+        assert host_round_trip not in text
+    # the donated state: every byte of the old state is reused by the new one
+    memory = compiled.memory_analysis()
+    assert memory.alias_size_in_bytes == memory.argument_size_in_bytes > 0
+
+
+def test_plan_adds_up_by_hand_for_the_replay_buffer():
+    # go_19x19's paper preset on v5litepod-8 (8 chips): 1,000,000 rows / 8 = 125,000 rows per chip. A row: observation
+    # 19·19·17 bool = 6,137 B, policy 362 float32 = 1,448 B, legal 362 bool = 362 B, player, slot, episode int32 and
+    # outcome float32 = 16 B, pending and done bool = 2 B: 7,965 B. 125,000 · 7,965 = 995,625,000 B.
+    trainer = Trainer(preset("go_19x19", "paper"), preflight.target_mesh(targets.get_target("v5litepod-8")))
+    parts = preflight.state_bytes(trainer)
+    assert parts["replay_buffer"] == 995_625_000
+    assert parts["total"] == sum(v for k, v in parts.items() if k != "total")
+
+
+def test_gpu_plan_of_a_small_run_fits_one_h100():
+    result = preflight.plan(_config(), targets.get_target("h100"), programs=("iteration", "evaluation"))
+    assert [p["name"] for p in result["programs"]] == ["iteration", "evaluation vs random"]  # tic_tac_toe: random
+    iteration = result["programs"][0]
+    assert iteration["alias_bytes"] == iteration["argument_bytes"] == result["state_bytes"]["total"]
+    # peak of the iteration: arguments + outputs − aliased + temporaries; the GPU margin: × 1.2 + 0.25 GiB
+    expected = iteration["argument_bytes"] + iteration["output_bytes"] - iteration["alias_bytes"]
+    assert iteration["peak_bytes"] == expected + iteration["temp_bytes"]
+    worst = max(p["peak_bytes"] for p in result["programs"])
+    assert result["required_bytes"] == int(worst * 1.2) + 2**30 // 4
+    assert result["fits"] and result["budget_bytes"] == int(80 * 2**30 * 0.75)
+    preflight.check_fits(result)  # no error
+
+
+def test_check_fits_names_the_largest_parts_and_their_keys():
+    result = {
+        "fits": False,
+        "game": "go_19x19",
+        "target": "v5litepod-8",
+        "required_bytes": 21 * 2**30,
+        "budget_bytes": 16 * 10**9,
+        "state_bytes": {"parameters_and_optimizer": 2**28, "replay_buffer": 2**30, "games_in_progress": 2**29},
+        "programs": [{"name": "iteration", "peak_bytes": 21 * 2**30, "temp_bytes": 19 * 2**30}],
+    }
+    with pytest.raises(preflight.PlanError) as e:
+        preflight.check_fits(result)
+    assert str(e.value) == (
+        "go_19x19 does not fit v5litepod-8: its iteration needs 21.0 GiB per device, the device has 14.9 GiB; "
+        "largest: temporaries 19.0 GiB (shrink: batch_size (training), selfplay_batch_size and num_simulations "
+        "(search trees), compute_dtype=bfloat16); replay buffer 1.0 GiB (shrink: replay_capacity)"
+    )
+
+
+def _az(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "az_jax.apps.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_cli_unknown_target_and_a_config_that_does_not_fit_are_one_line_exit_2():
+    unknown = _az("preflight", "--target", "v9-8", "--game", "tic_tac_toe")
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip().splitlines() == [
+        f"az-jax: error: unknown target 'v9-8'; known targets: {', '.join([*targets.TARGETS, *targets.ALIASES])}"
+    ]
+    # a training batch of 2^24 positions: the TPU compiler itself refuses the temporaries (over 30 GiB on 16 GB)
+    big_batch = ["batch_size=16777216", "replay_capacity=16777216", "min_replay_size=1"]
+    sets = [arg for s in TINY[:2] + big_batch for arg in ("--set", s)]
+    big = _az("preflight", "--target", "v5litepod-1", "--game", "tic_tac_toe", "--programs", "iteration", *sets)
+    assert big.returncode == 2
+    lines = big.stderr.strip().splitlines()
+    assert lines[-1].startswith("az-jax: error: tic_tac_toe does not fit v5litepod-1: its iteration needs ")
+    assert "refused by the compiler (out of memory)" in big.stdout
+    # quiet: libtpu found no TPU to look for (no metadata-server or worker-hostname complaints)
+    assert not any("TPU_WORKER_HOSTNAMES" in line or "accelerator type" in line for line in lines)
+
+
+def test_targets_are_the_chips_people_rent():
+    t = targets.get_target("v5e-8")  # an alias
+    assert (t.name, t.platform, t.devices, t.topology) == ("v5litepod-8", "tpu", 8, "v5e:2x4")
+    assert dataclasses.replace(targets.get_target("h100"), devices=8).budget_bytes == int(0.75 * 80 * 2**30)
+    with pytest.raises(targets.UnknownTargetError):
+        targets.get_target("tpu")
+    assert jax.default_backend() == "cpu"  # compiling for targets left the tests' own backend alone
