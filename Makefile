@@ -6,15 +6,20 @@ BIN := $(VENV)/bin
 RUN_DIR ?= runs/connect_four-small
 APT_PACKAGES := $(shell cat .ci/apt-packages.txt 2>/dev/null)
 
-# Installs with the exact versions of constraints.txt (the ones the suite passed with).
+# Installs with the exact versions of constraints.txt (the ones the suite passed with): az_jax for `make train`; the
+# tests' tools and the compile-only TPU/GPU compilers (libtpu is ~0.7 GB: `make train` does without it) for `make test`.
 $(BIN)/.installed: setup.cfg pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e .
+	touch $@
+
+$(BIN)/.installed-test: $(BIN)/.installed
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[test,preflight]'
 	touch $@
 
 .PHONY: install system-deps train check test test-latest constraints
-install: $(BIN)/.installed
+install: $(BIN)/.installed-test
 
 # Debian packages the tests use (GNU Go, Stockfish): installed with apt-get when missing (needs root, as in CI).
 system-deps:
@@ -29,7 +34,7 @@ train: $(BIN)/.installed
 	$(BIN)/az-jax train --game connect_four --preset small --run-dir $(RUN_DIR)
 
 # The static gates first (seconds), then the tests.
-check: $(BIN)/.installed
+check: $(BIN)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -46,10 +51,10 @@ test: check system-deps $(JS_DEPS)
 test-latest: system-deps $(JS_DEPS)
 	$(PYTHON) -m venv .venv-latest
 	.venv-latest/bin/python -m pip install -q --upgrade pip
-	.venv-latest/bin/python -m pip install -q --upgrade -e '.[test]'
+	.venv-latest/bin/python -m pip install -q --upgrade -e '.[test,preflight]'
 	.venv-latest/bin/python -m pytest -q -n 2 tests
 
 # Rewrites constraints.txt from the current .venv (after `make test-latest` passed and .venv was upgraded).
-constraints: $(BIN)/.installed
+constraints: $(BIN)/.installed-test
 	{ head -2 constraints.txt; $(BIN)/python -m pip list --format=freeze --exclude-editable | grep -v '^#'; } > constraints.txt.tmp
 	mv constraints.txt.tmp constraints.txt

@@ -34,7 +34,8 @@ from az_jax.targets import GIB, Target
 from az_jax.trainer import Trainer
 
 GPU_FACTOR, GPU_EXTRA_BYTES = 1.2, GIB // 4  # the GPU margin above (measured on one H100)
-PROGRAMS = ("iteration", "gating", "evaluation")
+PROGRAMS = ("iteration", "gating", "evaluation", "selfplay", "learning")
+DEFAULT_PROGRAMS = ("iteration", "gating", "evaluation")  # what a run compiles; the halves are for the account
 
 
 class PlanError(ValueError):
@@ -133,7 +134,7 @@ def _compile(name: str, lower: Callable[[], Any], resident: int | None, state_to
     return ProgramPlan(name, seconds, argument, output, alias, temp, peak)
 
 
-def compile_programs(trainer: Trainer, programs=PROGRAMS, log: Callable[[str], None] = lambda m: None) -> list:
+def compile_programs(trainer: Trainer, programs=DEFAULT_PROGRAMS, log: Callable[[str], None] = lambda m: None) -> list:
     """Compiles the run's programs for the trainer's mesh; a ProgramPlan each (gating only where the config gates,
     evaluation only where it evaluates)."""
     from az_jax.loop import baseline_matches  # the loop's own evaluation programs
@@ -146,6 +147,12 @@ def compile_programs(trainer: Trainer, programs=PROGRAMS, log: Callable[[str], N
         plans.append(_compile("iteration", lambda: trainer.iterate.lower(state), None, resident))
     replicated = NamedSharding(trainer.mesh, P())
     key = jax.ShapeDtypeStruct((), jax.random.key(0).dtype, sharding=replicated)
+    if "selfplay" in programs:  # the iteration's halves alone: which of them holds the temporaries
+        log("compiling the self-play half")
+        plans.append(_compile("selfplay", lambda: trainer.selfplay.lower(state, key), resident, resident))
+    if "learning" in programs:
+        log("compiling the learning half")
+        plans.append(_compile("learning", lambda: trainer.learn.lower(state, key), resident, resident))
     if "gating" in programs and config.gating:
         log("compiling gating")
         gate_args = (state.params, state.batch_stats, state.best, state.iteration, key)
@@ -170,7 +177,7 @@ def required_bytes(target: Target, peak_bytes: int) -> int:
 def plan(
     config: Config,
     target: Target,
-    programs=PROGRAMS,
+    programs=DEFAULT_PROGRAMS,
     iteration_seconds: float | None = None,
     log: Callable[[str], None] = lambda m: None,
 ) -> dict:

@@ -15,7 +15,7 @@ from jax.sharding import PartitionSpec as P
 from az_jax import arena
 from az_jax import iteration as iteration_lib
 from az_jax.config import Config
-from az_jax.devices import DEVICE_AXIS, sharded, shardings
+from az_jax.devices import DEVICE_AXIS, device_key, sharded, shardings
 from az_jax.iteration import TrainState
 
 
@@ -69,6 +69,29 @@ class Trainer:
         return sharded(
             functools.partial(iteration_lib.iteration, self.setup), self.mesh, (specs,), (specs, P()), donate_argnums=0
         )
+
+    @functools.cached_property
+    def selfplay(self):
+        """(state, key) -> (games, replay, summed metrics): the self-play half of the iteration alone (benchmarks,
+        and the preflight's account of where the iteration's memory goes)."""
+
+        def local(state, key):
+            games, buffer, metrics = iteration_lib.selfplay(self.setup, state, device_key(key))
+            return games, buffer, jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), metrics)
+
+        specs = iteration_lib.state_partition_specs()
+        return sharded(local, self.mesh, (specs, P()), (specs.games, specs.replay, P()))
+
+    @functools.cached_property
+    def learn(self):
+        """(state, key) -> (params, batch_stats, opt_state, ready, metrics): the iteration's G gradient steps alone."""
+
+        def local(state, key):
+            return iteration_lib.learn(
+                self.setup, state.params, state.batch_stats, state.opt_state, state.replay, device_key(key)
+            )
+
+        return sharded(local, self.mesh, (iteration_lib.state_partition_specs(), P()), (P(), P(), P(), P(), P()))
 
     @functools.cached_property
     def gate(self):

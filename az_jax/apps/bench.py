@@ -42,7 +42,6 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from az_jax import flops as flops_lib
-from az_jax import iteration as iteration_lib
 from az_jax import replay as replay_lib
 from az_jax import search as search_lib
 from az_jax.config import Config
@@ -151,25 +150,13 @@ def learning_ready(trainer: Trainer, buffer: replay_lib.ReplayBuffer) -> bool:
 
 # --- the two halves of the iteration, each alone ----------------------------------------------------------------
 def selfplay_program(trainer: Trainer):
-    """(state, key) -> (games, replay, summed metrics): the self-play half of the iteration alone."""
-
-    def local(state, key):
-        games, buffer, metrics = iteration_lib.selfplay(trainer.setup, state, device_key(key))
-        return games, buffer, jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), metrics)
-
-    specs = iteration_lib.state_partition_specs()
-    return sharded(local, trainer.mesh, (specs, P()), (specs.games, specs.replay, P()))
+    """(state, key) -> (games, replay, summed metrics): the self-play half of the iteration alone (Trainer.selfplay)."""
+    return trainer.selfplay
 
 
 def learn_program(trainer: Trainer):
-    """(state, key) -> (params, batch_stats, opt_state, ready, metrics): the G gradient steps alone."""
-
-    def local(state, key):
-        return iteration_lib.learn(
-            trainer.setup, state.params, state.batch_stats, state.opt_state, state.replay, device_key(key)
-        )
-
-    return sharded(local, trainer.mesh, (iteration_lib.state_partition_specs(), P()), (P(), P(), P(), P(), P()))
+    """(state, key) -> (params, batch_stats, opt_state, ready, metrics): the G gradient steps alone (Trainer.learn)."""
+    return trainer.learn
 
 
 # --- the parts of a self-play ply in isolation -------------------------------------------------------------------

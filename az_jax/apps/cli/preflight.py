@@ -22,7 +22,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--preset", default="small", help="small, paper, alphago_zero or small_agz")
     parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
     parser.add_argument(
-        "--programs", default="iteration,gating,evaluation", help="which programs to compile (comma list)"
+        "--programs",
+        default="iteration,gating,evaluation",
+        help="programs to compile (comma list): iteration, gating, evaluation (what a run compiles), selfplay and "
+        "learning (the iteration's halves alone: where its memory goes)",
     )
     parser.add_argument(
         "--iteration-seconds", type=positive_float, default=None, help="a measured iteration time: prints its MFU"
