@@ -11,6 +11,10 @@ CPU devices (az_jax/apps/cli/).
 
 import importlib
 
+from az_jax import platforms as _platforms
+
+_platforms.quiet_start()  # no probe for a TPU or GPU this machine does not have (before anything starts JAX)
+
 _EXPORTS = {
     "Agent": "az_jax.agent",
     "load_agent": "az_jax.agent",

@@ -38,6 +38,9 @@ class Config:
     # every k-th residual block pools a third of its channels over the board into per-channel biases (KataGo's global
     # pooling, Wu 2019, §4.1); 0: none (the papers' network)
     global_pooling_every: int = 0
+    # recompute each residual block's activations in the backward pass instead of keeping them (jax.checkpoint per
+    # block): the same gradients, a fraction of the learner's memory (what the paper presets need on a 16 GB TPU chip)
+    remat: bool = False
     # --- search (mctx) -----------------------------------------------------------------------------------------------
     search: Literal["puct", "gumbel"] = "puct"  # AlphaZero PUCT (mctx.muzero_policy) or Gumbel MuZero
     num_simulations: int = 800  # simulations per move in self-play (paper: 800)

@@ -86,6 +86,8 @@ class AlphaZeroNet(nn.Module):
     # player to move divided by the board's H·W points (KataGo predicts a distribution over scores; a scalar
     # regression of the scaled margin stands in for it here)
     score_head: bool = False
+    # recompute each residual block in the backward pass (flax's lifted jax.checkpoint; Config.remat)
+    remat: bool = False
 
     @nn.compact
     def __call__(self, obs, train: bool = False, aux: bool = False):
@@ -97,12 +99,20 @@ class AlphaZeroNet(nn.Module):
             features, size, use_bias=False, dtype=self.dtype, conv_general_dilated=self.conv
         )
         x = nn.relu(bn()(conv(self.channels, (3, 3))(x)))
+        # `train` (argument 2, counting the module) is a Python bool: static under remat
+        residual = nn.remat(ResidualBlock, static_argnums=(2,)) if self.remat else ResidualBlock
+        pooling = nn.remat(GlobalPoolingBlock, static_argnums=(2,)) if self.remat else GlobalPoolingBlock
+        counts = {"ResidualBlock": 0, "GlobalPoolingBlock": 0}  # flax's own names, kept under remat
         for i in range(1, self.num_blocks + 1):
             if self.global_pooling_every and i % self.global_pooling_every == 0:
                 pooled = max(1, self.channels // 3)
-                x = GlobalPoolingBlock(self.channels, pooled, self.dtype, self.axis_name, self.conv)(x, train)
+                name = f"GlobalPoolingBlock_{counts['GlobalPoolingBlock']}"
+                counts["GlobalPoolingBlock"] += 1
+                x = pooling(self.channels, pooled, self.dtype, self.axis_name, self.conv, name=name)(x, train)
             else:
-                x = ResidualBlock(self.channels, self.dtype, self.axis_name, self.conv)(x, train)
+                name = f"ResidualBlock_{counts['ResidualBlock']}"
+                counts["ResidualBlock"] += 1
+                x = residual(self.channels, self.dtype, self.axis_name, self.conv, name=name)(x, train)
         batch = x.shape[0]
         # Policy head: conv 1×1 (2 filters) → BN → ReLU → FC to the action logits.
         p = nn.relu(bn()(conv(2, (1, 1))(x)))
@@ -141,4 +151,5 @@ def make_network(config, num_actions: int, axis_name: str | None = None, platfor
         global_pooling_every=config.global_pooling_every,
         ownership_head=config.aux_ownership_weight > 0,
         score_head=config.aux_score_weight > 0,
+        remat=config.remat,
     )

@@ -1,10 +1,11 @@
 """Which backends JAX starts, decided before it starts any: no TPU probe on a machine that has no TPU.
 
-With libtpu installed (`pip install -e '.[tpu]'`, which `make test` installs for its compile-only TPU checks), JAX tries
-the TPU backend at every start when JAX_PLATFORMS is unset. On a machine without a TPU, libtpu then queries the cloud
-metadata server and prints its initialisation errors ("could not determine TPU accelerator type", "unexpected worker
-hostname") before JAX falls back. `quiet_start` leaves the TPU out of the platforms JAX may start where this machine
-has no TPU device, so every command starts there as quietly and as fast as without libtpu. Where the user chose the
+With libtpu installed (`pip install -e '.[preflight]'`, which `make test` installs for its compile-only checks), JAX
+tries the TPU backend at every start when JAX_PLATFORMS is unset. On a machine without a TPU, libtpu then queries the
+cloud metadata server and prints its initialisation errors ("could not determine TPU accelerator type", "unexpected
+worker hostname") before JAX falls back; the CUDA plugin without CUDA's libraries prints a traceback ("Unable to load
+cuDNN"). `quiet_start` (called when az_jax is imported) leaves out the platforms this machine has no device for, so
+every command starts there as quietly and as fast as without those packages. Where the user chose the
 platforms (JAX_PLATFORMS, or jax_platforms set in the program) nothing changes.
 """
 
@@ -31,13 +32,18 @@ def _cuda_plugin_installed() -> bool:
 
 
 def quiet_start() -> str | None:
-    """Sets jax_platforms to what this machine can run when libtpu is installed but no TPU is attached. Returns the
-    platforms set, or None when it left JAX's own choice."""
+    """Sets jax_platforms to what this machine can run when an accelerator's compiler is installed without the
+    accelerator (libtpu and no TPU; the CUDA plugin and no NVIDIA GPU, where it would print "Unable to load cuDNN").
+    Returns the platforms set, or None when it left JAX's own choice."""
     if os.environ.get("JAX_PLATFORMS") or getattr(jax.config, "jax_platforms", None):
         return None
-    if importlib.util.find_spec("libtpu") is None or has_tpu_device():
+    idle_tpu = importlib.util.find_spec("libtpu") is not None and not has_tpu_device()
+    idle_cuda = _cuda_plugin_installed() and not has_nvidia_gpu()
+    if not (idle_tpu or idle_cuda):
         return None
-    platforms = ("cuda," if has_nvidia_gpu() and _cuda_plugin_installed() else "") + "cpu"
+    platforms = "tpu," if has_tpu_device() else ""
+    platforms += "cuda," if has_nvidia_gpu() and _cuda_plugin_installed() else ""
+    platforms += "cpu"
     jax.config.update("jax_platforms", platforms)
     return platforms
 
