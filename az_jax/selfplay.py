@@ -49,6 +49,9 @@ class SelfPlayConfig:
     # KataGo's auxiliary targets (Wu 2019, "Auxiliary Ownership and Score Targets"): the game's GameSpec.final_targets,
     # applied to every game that ends; None: off
     final_targets: Callable | None = None
+    # Each ply searches the device's games in this many groups one after the other (Config.search_chunks): a search
+    # tree only lives during its group's search, so the trees' memory is divided by it. 1: all games in one search.
+    search_chunks: int = 1
 
     @classmethod
     def from_config(cls, config: Config) -> "SelfPlayConfig":
@@ -64,6 +67,7 @@ class SelfPlayConfig:
             else None,
             full_search_fraction=config.full_search_fraction,
             final_targets=get_game(config.game).final_targets if config.aux_targets else None,
+            search_chunks=config.search_chunks,
         )
 
 
@@ -82,6 +86,36 @@ def init(
         episode=jnp.zeros(num_games, jnp.int32),
         resign=resign,
     )
+
+
+def search_in_chunks(
+    apply_fn: search_lib.ApplyFn,
+    env: pgx.Env,
+    variables: dict,
+    rng_key: jax.Array,
+    games: pgx.State,
+    search: search_lib.SearchConfig,
+    chunks: int,
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Searches games [B, ...] in `chunks` groups of B / chunks, one after the other (`lax.map`), so only one group's
+    tree is alive at a time. Returns (sampled action [B], policy target [B, A], greedy action [B], root value [B],
+    resign_lib.resign_value [B]).
+    With one chunk the key is the search's own (the unchunked search, bitwise); with several each group gets a key
+    split from it."""
+
+    def one(key, group):
+        out = search_lib.run_search(apply_fn, env, variables, key, group, search)
+        legal = group.legal_action_mask
+        greedy = search_lib.greedy_action(out, legal)
+        value = out.search_tree.summary().value
+        return out.action, out.action_weights, greedy, value, resign_lib.resign_value(out, legal)
+
+    if chunks == 1:
+        return one(rng_key, games)
+    grouped = jax.tree.map(lambda x: x.reshape(chunks, x.shape[0] // chunks, *x.shape[1:]), games)
+    keys = jax.random.split(rng_key, chunks)
+    results = jax.lax.map(lambda xs: one(*xs), (keys, grouped))
+    return jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), results)
 
 
 def play(
@@ -114,24 +148,20 @@ def play(
             reset_key, resign_key = jax.random.split(reset_key)
         games = state.env
         legal = games.legal_action_mask
+
+        def searched(search):
+            def run(key):  # the search's results for every game; the tree itself never leaves
+                return search_in_chunks(apply_fn, env, variables, key, games, search, settings.search_chunks)
+
+            return run
+
         if settings.fast_search is None:
             full = jnp.bool_(True)
-            out = search_lib.run_search(apply_fn, env, variables, search_key, games, settings.search)
-            sampled, weights, greedy = out.action, out.action_weights, search_lib.greedy_action(out, legal)
-            value = out.search_tree.summary().value
+            sampled, weights, greedy, value, resign_value = searched(settings.search)(search_key)
         else:  # one of two searches for the whole batch; their trees differ in size, so only these leave the cond
             search_key, cap_key = jax.random.split(search_key)
             full = jax.random.bernoulli(cap_key, settings.full_search_fraction)
-
-            def searched(search):
-                def run(key):
-                    out = search_lib.run_search(apply_fn, env, variables, key, games, search)
-                    summary = out.search_tree.summary()
-                    return out.action, out.action_weights, search_lib.greedy_action(out, legal), summary.value
-
-                return run
-
-            sampled, weights, greedy, value = jax.lax.cond(
+            sampled, weights, greedy, value, resign_value = jax.lax.cond(
                 full, searched(settings.search), searched(settings.fast_search), search_key
             )
         action = jnp.where(state.ply < settings.sampling_moves, sampled, greedy)  # [B]
@@ -155,9 +185,7 @@ def play(
             # The rule is checked at every ply of every game; a game where resignation is on ends here instead of
             # playing `action`, and ends exactly like a terminal: its positions resolve with the resigner's loss.
             assert settings.fast_search is None  # Config: resign and playout cap randomization exclude each other
-            resign_games, resigned = resign_lib.observe(
-                resign_games, resign_lib.resign_value(out, legal), mover, v_resign
-            )
+            resign_games, resigned = resign_lib.observe(resign_games, resign_value, mover, v_resign)
             rewards = jnp.where(resigned[:, None], resign_lib.resign_rewards(mover), rewards)
             ended = ended | resigned
             extra = {
