@@ -44,10 +44,10 @@ class Config:
     # --- search (mctx) -----------------------------------------------------------------------------------------------
     search: Literal["puct", "gumbel"] = "puct"  # AlphaZero PUCT (mctx.muzero_policy) or Gumbel MuZero
     num_simulations: int = 800  # simulations per move in self-play (paper: 800)
-    # each ply searches a device's games in this many groups, one after the other: a search tree lives only during its
-    # group's search, so the trees' memory is divided by it (not in the papers: it fits their 800-simulation trees
-    # on a 16 GB chip); the network then evaluates selfplay_batch_size / devices / search_chunks positions at a time
-    search_chunks: int = 1
+    # games one search handles at a time on a device: each ply searches the device's games in groups of this many, one
+    # after the other, and a search tree lives only during its group's search, so the trees' memory is set by it, not
+    # by selfplay_batch_size (not in the papers: it fits their 800-simulation trees in a chip's memory); 0: all at once
+    search_batch_size: int = 0
     c_init: float = 1.25  # C(s) = log((1 + N + c_base) / c_base) + c_init  (AlphaZero pseudocode)
     c_base: float = 19652.0
     dirichlet_alpha: float = 0.0  # root noise concentration; 0 means the game's value from envs/
@@ -167,7 +167,6 @@ class Config:
             "checkpoint_every",
             "eval_games",
             "max_num_considered_actions",
-            "search_chunks",
         ]
         for key in positive:
             if getattr(self, key) <= 0:
@@ -223,11 +222,13 @@ class Config:
         for key in ["selfplay_batch_size", "batch_size", "replay_capacity", "eval_games"]:
             if getattr(self, key) % num_devices:
                 raise ConfigError(f"{key}={getattr(self, key)} is not divisible by the {num_devices} devices")
-        if (self.selfplay_batch_size // num_devices) % self.search_chunks:
+        local_games = self.selfplay_batch_size // num_devices
+        if self.search_batch_size < 0 or (
+            0 < self.search_batch_size < local_games and local_games % self.search_batch_size
+        ):
             raise ConfigError(
-                f"search_chunks={self.search_chunks} must divide each device's "
-                f"{self.selfplay_batch_size // num_devices} games (selfplay_batch_size={self.selfplay_batch_size} "
-                f"over {num_devices} devices)"
+                f"search_batch_size={self.search_batch_size} must be 0 (all at once) or divide each device's "
+                f"{local_games} games (selfplay_batch_size={self.selfplay_batch_size} over {num_devices} devices)"
             )
         for key in ["augment_symmetries", "search_symmetries"]:
             if getattr(self, key) and not get_game(self.game).symmetries:

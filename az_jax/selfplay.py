@@ -49,9 +49,9 @@ class SelfPlayConfig:
     # KataGo's auxiliary targets (Wu 2019, "Auxiliary Ownership and Score Targets"): the game's GameSpec.final_targets,
     # applied to every game that ends; None: off
     final_targets: Callable | None = None
-    # Each ply searches the device's games in this many groups one after the other (Config.search_chunks): a search
-    # tree only lives during its group's search, so the trees' memory is divided by it. 1: all games in one search.
-    search_chunks: int = 1
+    # Each ply searches the device's games in groups of this many, one after the other (Config.search_batch_size): a
+    # search tree only lives during its group's search, so the trees' memory is set by it. 0: all games in one search.
+    search_batch_size: int = 0
 
     @classmethod
     def from_config(cls, config: Config) -> "SelfPlayConfig":
@@ -67,7 +67,7 @@ class SelfPlayConfig:
             else None,
             full_search_fraction=config.full_search_fraction,
             final_targets=get_game(config.game).final_targets if config.aux_targets else None,
-            search_chunks=config.search_chunks,
+            search_batch_size=config.search_batch_size,
         )
 
 
@@ -151,7 +151,8 @@ def play(
 
         def searched(search):
             def run(key):  # the search's results for every game; the tree itself never leaves
-                return search_in_chunks(apply_fn, env, variables, key, games, search, settings.search_chunks)
+                chunks = num_games // settings.search_batch_size if 0 < settings.search_batch_size < num_games else 1
+                return search_in_chunks(apply_fn, env, variables, key, games, search, chunks)
 
             return run
 

@@ -17,6 +17,8 @@ import dataclasses
 import os
 from typing import Any
 
+from az_jax.platforms import captured_stderr
+
 GB = 10**9
 GIB = 2**30
 
@@ -96,8 +98,6 @@ class Target:
     def topology_devices(self) -> list:
         """The compile-only devices of this target (libtpu or the CUDA plugin must be installed)."""
         from jax.experimental import topologies
-
-        from az_jax.platforms import captured_stderr
 
         if self.platform == "tpu":
             # compile-only: no metadata server to ask, and several processes (pytest -n 2) may load libtpu at once

@@ -22,8 +22,10 @@ CORE = [
     "arena",
     "iteration",
     "devices",
+    "flops",
 ]
-RUNTIME = ["trainer", "loop", "checkpoint", "metrics", "agent", "distributed", "host_devices", "files"]
+RUNTIME = ["trainer", "loop", "checkpoint", "metrics", "agent", "distributed", "host_devices", "files", "platforms"]
+RUNTIME += ["preemption", "targets", "preflight"]
 OUTER = ("az_jax.evaluation", "az_jax.engines", "az_jax.frontends", "az_jax.apps", "az_jax.alphago")
 
 

@@ -1,4 +1,4 @@
-"""Config.search_chunks: self-play searches each device's games in groups, one group after the other, so only one
+"""Config.search_batch_size: self-play searches each device's games in groups, one group after the other, so only one
 group's tree is alive at a time. Each group is exactly the search of those games with the group's key, and the trees'
 memory is divided by the number of groups."""
 
@@ -63,7 +63,7 @@ def test_grouped_search_divides_the_trees_memory():
     for chunks in (1, 4):
         config = override(
             preset("go_9x9", "small"),
-            ["selfplay_batch_size=64", "num_simulations=64", "selfplay_steps=1", f"search_chunks={chunks}"],
+            ["selfplay_batch_size=64", "num_simulations=64", "selfplay_steps=1", f"search_batch_size={64 // chunks}"],
         )
         trainer = Trainer(config, mesh)
         state = trainer.abstract_state()
@@ -72,9 +72,12 @@ def test_grouped_search_divides_the_trees_memory():
     assert temps[4] < 0.5 * temps[1], temps
 
 
-def test_chunks_must_divide_each_devices_games():
-    config = override(preset("tic_tac_toe", "small"), ["selfplay_batch_size=8", "search_chunks=3"])
-    with pytest.raises(ConfigError, match="search_chunks=3 must divide each device's 8 games"):
+def test_search_batch_size_must_divide_each_devices_games():
+    config = override(preset("tic_tac_toe", "small"), ["selfplay_batch_size=8", "search_batch_size=3"])
+    with pytest.raises(
+        ConfigError, match="search_batch_size=3 must be 0 .all at once. or divide each device's 8 games"
+    ):
         config.validate(1)
-    override(preset("tic_tac_toe", "small"), ["selfplay_batch_size=8", "search_chunks=4"]).validate(2)
-    assert selfplay_lib.SelfPlayConfig.from_config(config).search_chunks == 3
+    config.validate(4)  # 2 games a device: one search of both
+    override(preset("tic_tac_toe", "small"), ["selfplay_batch_size=8", "search_batch_size=2"]).validate(2)
+    assert selfplay_lib.SelfPlayConfig.from_config(config).search_batch_size == 3

@@ -45,6 +45,7 @@ def before_backend() -> None:
 
 
 def run(args) -> int:
+    # imported only now: they start JAX's backend, which before_backend (called by main) first keeps on the CPU
     from az_jax import config as config_lib
     from az_jax import preflight, targets
 
