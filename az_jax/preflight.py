@@ -219,8 +219,8 @@ SHRINKS = {
     "replay_buffer": "replay_capacity",
     "games_in_progress": "selfplay_batch_size",
     "parameters_and_optimizer": "num_blocks, num_channels",
-    "temporaries": "batch_size (training), selfplay_batch_size and num_simulations (search trees), "
-    "compute_dtype=bfloat16",
+    "temporaries": "search_batch_size (games per search: the trees), remat=true and compute_dtype=bfloat16 (the "
+    "learner), batch_size",
 }
 
 

@@ -85,8 +85,8 @@ def test_check_fits_names_the_largest_parts_and_their_keys():
         preflight.check_fits(result)
     assert str(e.value) == (
         "go_19x19 does not fit v5litepod-8: its iteration needs 21.0 GiB per device, the device has 14.9 GiB; "
-        "largest: temporaries 19.0 GiB (shrink: batch_size (training), selfplay_batch_size and num_simulations "
-        "(search trees), compute_dtype=bfloat16); replay buffer 1.0 GiB (shrink: replay_capacity)"
+        "largest: temporaries 19.0 GiB (shrink: search_batch_size (games per search: the trees), remat=true and "
+        "compute_dtype=bfloat16 (the learner), batch_size); replay buffer 1.0 GiB (shrink: replay_capacity)"
     )
 
 
