@@ -19,8 +19,11 @@ from envs import symmetries as symmetries_lib
 @struct.dataclass
 class ReplayBuffer:
     observation: jax.Array  # [N, *obs_shape] pgx observation (bool)
-    policy: jax.Array  # [N, A] float32 search policy π (zero on illegal actions)
-    legal: jax.Array  # [N, A] bool legal-action mask
+    # [N, A] float32 search policy π (zero on illegal actions); compact rows (`policy_entries` K > 0): [N, K] float32,
+    # the K largest entries of π, at the actions `policy_index` names
+    policy: jax.Array
+    # [N, A] bool legal-action mask; compact rows: [N, ⌈A/8⌉] uint8, the mask packed 8 actions a byte (jnp.packbits)
+    legal: jax.Array
     player: jax.Array  # [N] int32 pgx player id of the mover
     slot: jax.Array  # [N] int32 self-play slot the game was played in
     episode: jax.Array  # [N] int32 episode number of that slot's game
@@ -36,6 +39,9 @@ class ReplayBuffer:
     # [N] float32 the game's final score margin in points for the mover (valid where done); None when not kept
     # (Config.aux_score_weight = 0)
     score: jax.Array | None = None
+    # compact rows (Config.compact_replay): [N, K] int16 the actions of `policy`'s K entries; None: dense rows
+    policy_index: jax.Array | None = None
+    num_actions: int = struct.field(pytree_node=False, default=0)  # A (compact rows store less than A per row)
 
     @property
     def capacity(self) -> int:
@@ -60,14 +66,22 @@ def init(
     keep_search_value: bool = False,
     keep_ownership: bool = False,
     keep_score: bool = False,
+    policy_entries: int = 0,
 ) -> ReplayBuffer:
-    """An empty buffer; ownership is kept per point of the observation's H × W board."""
+    """An empty buffer; ownership is kept per point of the observation's H × W board. `policy_entries` K > 0: compact
+    rows, each keeping the K largest entries of π (exactly π when no position has more than K legal actions, the
+    caller's bound: GameSpec.max_legal_actions) and the legal mask as bits."""
     zeros = lambda shape, dtype: jnp.zeros(shape, dtype)
     points = obs_shape[0] * obs_shape[1] if keep_ownership else 0
+    compact = 0 < policy_entries < num_actions
     return ReplayBuffer(
         observation=zeros((capacity, *obs_shape), obs_dtype),
-        policy=zeros((capacity, num_actions), jnp.float32),
-        legal=zeros((capacity, num_actions), jnp.bool_),
+        policy=zeros((capacity, policy_entries if compact else num_actions), jnp.float32),
+        legal=zeros((capacity, -(-num_actions // 8)), jnp.uint8)
+        if compact
+        else zeros((capacity, num_actions), jnp.bool_),
+        policy_index=zeros((capacity, policy_entries), jnp.int16) if compact else None,
+        num_actions=num_actions,
         player=zeros((capacity,), jnp.int32),
         slot=zeros((capacity,), jnp.int32),
         episode=zeros((capacity,), jnp.int32),
@@ -99,10 +113,15 @@ def add(
     # (p·B) mod N computed as ((p mod N)·B) mod N, so a long run's ply counter cannot overflow int32.
     rows = ((ply_index % buffer.capacity) * num_games + jnp.arange(num_games)) % buffer.capacity
     put = lambda field, value: field.at[rows].set(value)
+    index = None
+    if buffer.policy_index is not None:  # compact rows: π's K largest entries and the mask's bits
+        policy, index = jax.lax.top_k(policy, buffer.policy.shape[1])
+        legal = jnp.packbits(legal, axis=-1)
     return buffer.replace(  # type: ignore[attr-defined]
         observation=put(buffer.observation, observation),
         policy=put(buffer.policy, policy),
         legal=put(buffer.legal, legal),
+        policy_index=None if index is None else put(buffer.policy_index, index.astype(jnp.int16)),
         player=put(buffer.player, player),
         slot=put(buffer.slot, jnp.arange(num_games, dtype=jnp.int32)),
         episode=put(buffer.episode, episode),
@@ -173,10 +192,16 @@ def sample(
     if value_target_mix:
         assert buffer.search_value is not None  # value_target_mix > 0: the buffer keeps search values
         outcome = (1.0 - value_target_mix) * outcome + value_target_mix * buffer.search_value[rows]
+    policy, legal = buffer.policy[rows], buffer.legal[rows]
+    if buffer.policy_index is not None:  # compact rows back to [n, A]: the entries at their actions, the mask's bits
+        index = buffer.policy_index[rows].astype(jnp.int32)
+        dense = jnp.zeros((batch_size, buffer.num_actions), jnp.float32)
+        policy = dense.at[jnp.arange(batch_size)[:, None], index].set(policy)
+        legal = jnp.unpackbits(legal, axis=-1, count=buffer.num_actions).astype(jnp.bool_)
     batch = Batch(
         observation=buffer.observation[rows],
-        policy=buffer.policy[rows],
-        legal=buffer.legal[rows],
+        policy=policy,
+        legal=legal,
         outcome=outcome,
         ownership=None if buffer.ownership is None else buffer.ownership[rows].astype(jnp.float32),
         score=None if buffer.score is None else buffer.score[rows],

@@ -45,6 +45,11 @@ class GameSpec:
     # aux_score_weight): one unbatched finished pgx state -> (ownership [2, H·W] in {−1, 0, +1}, margin [2] in points),
     # row p from pgx player id p's point of view. None: the game defines neither (only Go does: envs/go_scoring.py).
     final_targets: Callable | None = None
+    # The most legal moves any position of the game has, where it is far below the action space: the bound that lets
+    # a replay row keep only that many policy entries (Config.compact_replay). Chess: 218 (the largest known count in a
+    # legal position, each promotion piece a move of its own as in pgx's actions); shogi: 593 (likewise). None: no
+    # useful bound (Go's legal moves can fill its action space).
+    max_legal_actions: int | None = None
 
     def make(self) -> pgx.Env:
         return pgx.make(self.name)
@@ -139,6 +144,7 @@ GAMES: dict[str, GameSpec] = {
             max_length=512,
             cap_rule="draw",
             temperature_moves=30,
+            max_legal_actions=218,
         ),
         # Random play gives L ≈ 9.3; random chess underestimates real chess by 35/22.6, so L ≈ 14 -> 10/14 ≈ 0.7.
         GameSpec(
@@ -156,6 +162,7 @@ GAMES: dict[str, GameSpec] = {
             max_length=512,
             cap_rule="draw",
             temperature_moves=30,
+            max_legal_actions=593,
         ),
         # L ≈ 6.9 -> 10/6.9 = 1.4, clipped to 1.
         GameSpec(

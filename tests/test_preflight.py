@@ -13,7 +13,7 @@ import pytest
 from jax import lax
 
 from az_jax import preflight, targets
-from az_jax.config import override, preset
+from az_jax.config import ConfigError, override, preset
 from az_jax.trainer import Trainer
 
 TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4", "selfplay_batch_size=8"]
@@ -55,6 +55,15 @@ def test_plan_adds_up_by_hand_for_the_replay_buffer():
     parts = preflight.state_bytes(trainer)
     assert parts["replay_buffer"] == 995_625_000
     assert parts["total"] == sum(v for k, v in parts.items() if k != "total")
+    # chess: the observation 8·8·119 float32 = 30,464 B, policy 4,672 float32 = 18,688 B, legal 4,672 B, 18 B more:
+    # 53,842 B a row. Compact rows: 218 policy entries (872 B) and their int16 actions (436 B), the mask in
+    # ⌈4,672/8⌉ = 584 B: 32,374 B. 125,000 rows a chip.
+    mesh = preflight.target_mesh(targets.get_target("v5litepod-8"))
+    for compact, row in ((False, 53_842), (True, 32_374)):
+        config = override(preset("chess", "paper"), [f"compact_replay={str(compact).lower()}"])
+        assert preflight.state_bytes(Trainer(config, mesh))["replay_buffer"] == 125_000 * row
+    with pytest.raises(ConfigError, match="compact_replay needs a game whose legal moves are bounded"):
+        override(preset("go_19x19", "paper"), ["compact_replay=true"]).validate(8)
 
 
 def test_gpu_plan_of_a_small_run_fits_one_h100():

@@ -128,3 +128,32 @@ def test_value_target_mixes_the_outcome_with_the_search_value():
     plain = replay.sample(buffer, jax.random.key(0), 64)
     np.testing.assert_array_equal(np.asarray(plain.outcome), np.where(rows == 0, 1.0, -1.0))
     assert replay.init(2, (1,), jnp.int32, NUM_ACTIONS).search_value is None
+
+
+def test_compact_rows_give_back_the_same_batches():
+    # 20 actions, at most 5 legal in any position (the bound K): a compact row keeps 5 policy entries with their
+    # actions (int16) and the mask as ⌈20/8⌉ = 3 bytes; sampled, they are the dense buffer's batches exactly
+    rng = np.random.default_rng(3)
+    A, K, B = 20, 5, 6
+    dense = replay.init(24, (1,), jnp.int32, A)
+    compact = replay.init(24, (1,), jnp.int32, A, policy_entries=K)
+    assert compact.policy.shape == (24, K) and compact.policy_index.shape == (24, K)
+    assert compact.legal.shape == (24, 3) and compact.legal.dtype == jnp.uint8
+    for ply in range(4):
+        legal = np.zeros((B, A), bool)
+        for b in range(B):  # 1 to 5 legal actions, some of them searched to 0 visits
+            legal[b, rng.choice(A, rng.integers(1, K + 1), replace=False)] = True
+        policy = np.where(legal, rng.integers(0, 4, (B, A)), 0).astype(np.float32)
+        policy[np.arange(B), legal.argmax(1)] += 1.0  # at least one visited action
+        policy /= policy.sum(1, keepdims=True)
+        args = (jnp.int32(10 * ply + np.arange(B))[:, None], jnp.asarray(policy), jnp.asarray(legal))
+        rest = (jnp.int32(np.arange(B) % 2), jnp.zeros(B, jnp.int32))
+        dense = replay.add(dense, jnp.int32(ply), *args, *rest)
+        compact = replay.add(compact, jnp.int32(ply), *args, *rest)
+    done = lambda buf: buf.replace(done=buf.pending, outcome=jnp.float32(np.arange(24) % 3 - 1))
+    for seed in range(3):
+        a = replay.sample(done(dense), jax.random.key(seed), 16)
+        b = replay.sample(done(compact), jax.random.key(seed), 16)
+        for field in ("observation", "policy", "legal", "outcome"):
+            np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    assert replay.init(4, (1,), jnp.int32, A, policy_entries=A).policy_index is None  # no bound below A: dense rows
