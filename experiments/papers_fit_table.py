@@ -43,9 +43,11 @@ def main(argv=None) -> int:
         "compile (2-core CPU) | PFLOP/iteration |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    for directory in args.dir or ["experiments/results/preflight"]:
-        for r in rows(directory):
-            print(line(r))
+    results = [r for d in args.dir or ["experiments/results/preflight"] for r in rows(d)]
+    results = [r for r in results if any(p["name"] == "iteration" for p in r["programs"])]  # not the halves' runs
+    order = lambda r: (r["game"], r["preset"], r["target"], len(r.get("overrides", [])), r.get("overrides", []))
+    for r in sorted(results, key=order):
+        print(line(r))
     return 0
 
 
