@@ -67,13 +67,17 @@ def _split(state):
 
 # Replay fields added after checkpoints existed: saved only when their switch is on (not None), so a checkpoint of a
 # run without them has exactly the train item it had before them, and older checkpoints restore.
-_LATER_REPLAY_FIELDS = ("ownership", "score")
+_LATER_REPLAY_FIELDS = ("ownership", "score", "policy_index")
+# ReplayBuffer's static fields (not arrays): never saved, restored from the abstract state the config makes
+_STATIC_REPLAY_FIELDS = ("num_actions",)
 
 
 def _replay_item(replay: Any) -> Any:
     if not isinstance(replay, ReplayBuffer):  # a placeholder (agents' test checkpoints): saved as it is
         return replay
-    fields = {f.name: getattr(replay, f.name) for f in dataclasses.fields(replay)}
+    fields = {
+        f.name: getattr(replay, f.name) for f in dataclasses.fields(replay) if f.name not in _STATIC_REPLAY_FIELDS
+    }
     return {k: v for k, v in fields.items() if v is not None or k not in _LATER_REPLAY_FIELDS}
 
 
@@ -209,7 +213,8 @@ def restore(manager: ocp.CheckpointManager, step: int, abstract_state, config: c
         manager, step, "its optimizer state or best player", {k: t[k] for k in ("opt_state", "best") if k in t}
     )
     if isinstance(abstract_state.replay, ReplayBuffer):
-        t["replay"] = ReplayBuffer(**t["replay"])
+        static = {k: getattr(abstract_state.replay, k) for k in _STATIC_REPLAY_FIELDS}
+        t["replay"] = ReplayBuffer(**t["replay"], **static)
     return abstract_state.replace(params=m["params"], batch_stats=m["batch_stats"], **t)
 
 

@@ -260,3 +260,21 @@ def test_the_replay_buffer_is_saved_with_the_fields_it_always_had(trained):
     assert replay == {
         "observation", "policy", "legal", "player", "slot", "episode", "outcome", "pending", "done", "search_value"
     }  # fmt: skip
+
+
+def test_compact_replay_rows_restore_with_their_action_count(tmp_path):
+    # chess with compact rows (Config.compact_replay): the row's 218 policy entries, their actions and the packed mask
+    # are saved; the action count (4,672, a static field) comes back from the config's state, not from the files
+    config = override(
+        preset("chess", "small"),
+        [*TINY_NETWORK, "selfplay_batch_size=2", "replay_capacity=8", "batch_size=2", "compact_replay=true"],
+    )
+    trainer = Trainer(config, make_mesh(jax.devices()[:1]))
+    state = trainer.init_state()
+    assert state.replay.policy.shape == (8, 218) and state.replay.policy_index.shape == (8, 218)
+    manager = ckpt.make_manager(str(tmp_path), keep=1)
+    ckpt.save(manager, state, config)
+    manager.wait_until_finished()
+    restored = ckpt.restore(manager, 0, trainer.abstract_state(), config)
+    assert restored.replay.num_actions == 4672 and restored.replay.legal.shape == (8, 584)
+    chex.assert_trees_all_equal(jax.device_get(restored), jax.device_get(state))
