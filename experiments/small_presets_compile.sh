@@ -15,7 +15,9 @@ for target in "${TARGETS[@]}"; do
     file="$OUT/${game}_small_${target}.json"
     [ -f "$file" ] && continue
     start=$(date +%s)
-    $AZ preflight --target "$target" --game "$game" --preset small --programs iteration,evaluation --json "$file.tmp" \
+    # eval_games=128: several small presets evaluate 100 games, which 8 devices do not divide
+    $AZ preflight --target "$target" --game "$game" --preset small --set eval_games=128 --programs iteration,evaluation \
+      --json "$file.tmp" \
       > "$OUT/${game}_small_${target}.log" 2>&1
     echo "exit $? after $(( $(date +%s) - start )) s" >> "$OUT/${game}_small_${target}.log"
     [ -f "$file.tmp" ] && mv "$file.tmp" "$file"
