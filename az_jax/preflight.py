@@ -88,9 +88,10 @@ def _local_bytes(tree: Any, num_devices: int) -> int:
     return total
 
 
-def state_bytes(trainer: Trainer) -> dict[str, int]:
-    """Per-device bytes of the state a run keeps, by part."""
-    state, n = trainer.abstract_state(), trainer.num_devices
+def state_bytes(trainer: Trainer, state: Any = None) -> dict[str, int]:
+    """Per-device bytes of the state a run keeps, by part (`state`: the trainer's abstract state, if at hand)."""
+    state = trainer.abstract_state() if state is None else state
+    n = trainer.num_devices
     parts = {
         "parameters_and_optimizer": _local_bytes((state.params, state.batch_stats, state.opt_state), n),
         "replay_buffer": _local_bytes(state.replay, n),
@@ -111,9 +112,9 @@ def _memory(compiled) -> tuple[int, int, int, int]:
     )
 
 
-def _compile(name: str, lower: Callable[[], Any], resident: int | None, state_total: int) -> ProgramPlan:
-    """Compiles one program; `resident`: the state that stays beside it (None for the iteration, which takes the state
-    as its donated argument); `state_total`: the state's bytes, the arguments of a program the compiler refused."""
+def _compile(name: str, lower: Callable[[], Any], state_total: int, donated: bool = False) -> ProgramPlan:
+    """Compiles one program. `state_total`: the state's bytes, resident beside the program (or, `donated`, taken by it
+    as its argument and reused for its outputs: the iteration)."""
     t0 = time.perf_counter()
     lowered = lower()
     try:
@@ -124,13 +125,11 @@ def _compile(name: str, lower: Callable[[], Any], resident: int | None, state_to
         if "RESOURCE_EXHAUSTED" not in text or not found:
             raise
         temp = int(float(found.group(1)) * _UNITS[found.group(2)])
-        argument = state_total
-        peak = argument + temp if resident is None else resident + temp
         line = next(line for line in text.splitlines() if "RESOURCE_EXHAUSTED" in line).strip()
-        return ProgramPlan(name, time.perf_counter() - t0, argument, 0, 0, temp, peak, error=line)
+        return ProgramPlan(name, time.perf_counter() - t0, state_total, 0, 0, temp, state_total + temp, error=line)
     seconds = time.perf_counter() - t0
     argument, output, alias, temp = _memory(compiled)
-    peak = argument + output - alias + temp if resident is None else resident + output + temp
+    peak = argument + output - alias + temp if donated else state_total + output + temp
     return ProgramPlan(name, seconds, argument, output, alias, temp, peak)
 
 
@@ -140,30 +139,30 @@ def compile_programs(trainer: Trainer, programs=DEFAULT_PROGRAMS, log: Callable[
     from az_jax.loop import baseline_matches  # the loop's own evaluation programs
 
     config, state = trainer.config, trainer.abstract_state()
-    resident = state_bytes(trainer)["total"]
+    resident = state_bytes(trainer, state)["total"]
     plans = []
     if "iteration" in programs:
         log("compiling the training iteration")
-        plans.append(_compile("iteration", lambda: trainer.iterate.lower(state), None, resident))
+        plans.append(_compile("iteration", lambda: trainer.iterate.lower(state), resident, donated=True))
     replicated = NamedSharding(trainer.mesh, P())
     key = jax.ShapeDtypeStruct((), jax.random.key(0).dtype, sharding=replicated)
     if "selfplay" in programs:  # the iteration's halves alone: which of them holds the temporaries
         log("compiling the self-play half")
-        plans.append(_compile("selfplay", lambda: trainer.selfplay.lower(state, key), resident, resident))
+        plans.append(_compile("selfplay", lambda: trainer.selfplay.lower(state, key), resident))
     if "learning" in programs:
         log("compiling the learning half")
-        plans.append(_compile("learning", lambda: trainer.learn.lower(state, key), resident, resident))
+        plans.append(_compile("learning", lambda: trainer.learn.lower(state, key), resident))
     if "gating" in programs and config.gating:
         log("compiling gating")
         gate_args = (state.params, state.batch_stats, state.best, state.iteration, key)
-        plans.append(_compile("gating", lambda: trainer.gate.lower(*gate_args), resident, resident))
+        plans.append(_compile("gating", lambda: trainer.gate.lower(*gate_args), resident))
     if "evaluation" in programs and config.eval_every:
         variables = {"params": state.params, "batch_stats": state.batch_stats}
         sims = config.eval_simulations or config.num_simulations
         for name, match in baseline_matches(trainer, config.eval_games, sims).items():
             log(f"compiling the evaluation match against {name}")
             lower: Callable[[], Any] = functools.partial(match.lower, variables, key)
-            plans.append(_compile(f"evaluation vs {name}", lower, resident, resident))
+            plans.append(_compile(f"evaluation vs {name}", lower, resident))
     return plans
 
 

@@ -20,9 +20,8 @@ import time
 
 import jax
 
-from az_jax import platforms
+import az_jax  # noqa: F401  (its import keeps JAX from probing for a TPU or GPU that is not attached: platforms.py)
 
-platforms.quiet_start()  # libtpu (the compile-only TPU tests' package) probes for a TPU only where one is attached
 jax.config.update("jax_num_cpu_devices", 2)
 
 _CACHE_OWNER = "AZ_JAX_TEST_XLA_CACHE" not in os.environ

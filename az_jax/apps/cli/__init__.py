@@ -30,7 +30,7 @@ import threading
 
 import jax
 
-from az_jax import distributed, host_devices, platforms
+from az_jax import distributed, host_devices
 from az_jax.apps.cli import alphago, bench, eval, gtp, ladder, play, preflight, render, sweep, train, uci
 from az_jax.apps.cli.args import Parser, UsageError, devices
 
@@ -78,7 +78,6 @@ def build_parser() -> Parser:
 def setup_process(args) -> None:
     """What must happen before JAX starts its backend: the host devices, the sweep's CPU pin, joining a multi-process
     run. Raises DistributedError on a bad multi-process set-up."""
-    platforms.quiet_start()  # no TPU probe (libtpu's log on stderr) where no TPU is attached
     host_devices.setup(args.devices)  # the backend starts on first use, so this still takes effect
     if args.command == "sweep":  # this process only plans and launches trials: it leaves the accelerators to them
         jax.config.update("jax_platforms", "cpu")

@@ -21,19 +21,9 @@ import argparse
 import json
 import sys
 
-from az_jax.apps.cli.args import UsageError, bounded_int, path, positive_int
+from az_jax.apps.cli.args import UsageError, bounded_int, path, positive_float, positive_int
 
 STAGES = ("games", "data", "sl", "rollout", "tree", "rl", "value-data", "value", "pipeline")
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (value > 0 and value < float("inf")):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -68,7 +58,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     sl.add_argument("--layers", type=bounded_int(2, 64), default=None, help="layers (paper: 13)")
     sl.add_argument("--planes", type=int, choices=(4, 12, 20, 48), default=None, help="input planes (paper: 48)")
     sl.add_argument("--batch-size", type=bounded_int(1, 65536), default=None, help="m (default 64; paper: 16)")
-    sl.add_argument("--learning-rate", type=_positive_float, default=None, help="alpha (default 0.012; paper: 0.003)")
+    sl.add_argument("--learning-rate", type=positive_float, default=None, help="alpha (default 0.012; paper: 0.003)")
     sl.add_argument("--steps", type=positive_int, default=None)
     sl.add_argument("--halve-every", type=positive_int, default=None, help="default: steps * 80 / 340 (the paper's)")
     sl.add_argument("--no-symmetries", action="store_true", help="no 8-fold augmentation")
@@ -87,7 +77,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         pattern.add_argument("--out", type=path, required=True, metavar="FILE", help="the policy (.npz)")
         pattern.add_argument("--steps", type=positive_int, default=6000)
         pattern.add_argument("--batch-size", type=bounded_int(1, 65536), default=256)
-        pattern.add_argument("--learning-rate", type=_positive_float, default=2.0)
+        pattern.add_argument("--learning-rate", type=positive_float, default=2.0)
         pattern.add_argument("--min-count", type=bounded_int(1, 10**9), default=2, help="a pattern's least occurrences")
         pattern.add_argument("--max-train", type=bounded_int(0, 10**9), default=0, help="subsample (0: all positions)")
         pattern.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=0)
@@ -97,7 +87,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     rl.add_argument("--run-dir", type=path, required=True)
     rl.add_argument("--games", type=bounded_int(2, 65536), default=None, help="n, games per iteration (paper: 128)")
     rl.add_argument("--iterations", type=positive_int, default=None, help="(paper: 10,000)")
-    rl.add_argument("--learning-rate", type=_positive_float, default=None)
+    rl.add_argument("--learning-rate", type=positive_float, default=None)
     rl.add_argument("--pool-every", type=positive_int, default=None, help="a new pool member every N (paper: 500)")
     rl.add_argument("--eval-every", type=positive_int, default=None, help="iterations between games against p_sigma")
     rl.add_argument("--eval-games", type=bounded_int(0, 65536), default=None)
@@ -120,7 +110,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     value.add_argument("--layers", type=bounded_int(2, 64), default=None, help="convolutional layers (paper: 13)")
     value.add_argument("--hidden", type=bounded_int(1, 4096), default=None, help="dense units (paper: 256)")
     value.add_argument("--batch-size", type=bounded_int(1, 65536), default=None, help="m (paper: 32)")
-    value.add_argument("--learning-rate", type=_positive_float, default=None)
+    value.add_argument("--learning-rate", type=positive_float, default=None)
     value.add_argument("--steps", type=positive_int, default=None)
     value.add_argument("--no-symmetries", action="store_true", help="no 8-fold augmentation")
     value.add_argument("--eval-every", type=positive_int, default=None)

@@ -54,13 +54,13 @@ devices = bounded_int(1, MAX_DEVICES)
 
 
 def positive_float(text: str) -> float:
-    """A finite number > 0 (seconds, rates)."""
+    """The argparse type of a finite number > 0 (seconds, rates)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not (value > 0 and value < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
 
 
