@@ -104,6 +104,10 @@ class Config:
     aux_score_weight: float = 0.0
     # --- learning (AlphaGo Zero, Methods, "Optimisation"; AlphaZero, Methods) ----------------------------------------
     batch_size: int = 4096  # global minibatch (paper: 4096)
+    # each device learns its share of the batch in this many equal parts, one after the other, averaging their
+    # gradients before the one update (learner.accumulate): the learner's activations are a part's (not in the papers:
+    # it fits their batch on a 16 GB chip without bfloat16); batch norm's statistics are then each part's own
+    micro_batches: int = 1
     train_ratio: float = 1.0  # positions trained on per position generated (sets G, logged)
     learning_rates: tuple[float, ...] = (0.2, 0.02, 0.002, 0.0002)  # stepped schedule values …
     lr_boundaries: tuple[int, ...] = (100_000, 300_000, 500_000)  # … changing after these gradient steps
@@ -226,6 +230,12 @@ class Config:
         for key in ["selfplay_batch_size", "batch_size", "replay_capacity", "eval_games"]:
             if getattr(self, key) % num_devices:
                 raise ConfigError(f"{key}={getattr(self, key)} is not divisible by the {num_devices} devices")
+        local_batch = self.batch_size // num_devices
+        if self.micro_batches < 1 or local_batch % self.micro_batches:
+            raise ConfigError(
+                f"micro_batches={self.micro_batches} must be >= 1 and divide each device's {local_batch} positions "
+                f"(batch_size={self.batch_size} over {num_devices} devices)"
+            )
         local_games = self.selfplay_batch_size // num_devices
         if self.search_batch_size < 0 or (
             0 < self.search_batch_size < local_games and local_games % self.search_batch_size

@@ -209,6 +209,7 @@ def learn(
             axis_name=DEVICE_AXIS,
             ownership_weight=cfg.aux_ownership_weight,
             score_weight=cfg.aux_score_weight,
+            micro_batches=cfg.micro_batches,
         )
         metrics["finite"] = jnp.isfinite(metrics["loss"]) & jnp.isfinite(metrics["grad_norm"])
         return jax.tree.map(lambda n, o: jnp.where(ready, n, o), (tuple(new), metrics), (carry, idle))

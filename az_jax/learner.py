@@ -129,21 +129,71 @@ def train_step(
     axis_name: str | None,
     ownership_weight: float = 0.0,
     score_weight: float = 0.0,
+    micro_batches: int = 1,
 ):
-    """One SGD step on this device's share of the global batch; gradients averaged over `axis_name`.
+    """One SGD step on this device's share of the global batch; gradients averaged over `axis_name`. With
+    `micro_batches` k > 1 the share is learned in k equal parts one after the other and their gradients averaged
+    before the one update (`accumulate`): the learner's activations are those of one part.
 
     Returns (params, batch_stats, opt_state, metrics), identical on every device; the metrics are loss_fn's and
     "grad_norm", the global norm of the averaged gradient. Inside a sharded program this relies on az_jax/devices.py's
     `check_vma=False` (the gradient of replicated parameters is this device's own, and `pmean` averages it)."""
-    grads, (batch_stats, metrics) = jax.grad(loss_fn, has_aux=True)(
-        params, batch_stats, apply_fn, batch, weight_decay, ownership_weight, score_weight
+    grad_fn = functools.partial(
+        gradient,
+        apply_fn=apply_fn,
+        weight_decay=weight_decay,
+        ownership_weight=ownership_weight,
+        score_weight=score_weight,
     )
+    if micro_batches == 1:
+        grads, (batch_stats, metrics) = grad_fn(params, batch_stats, batch)
+    else:
+        grads, (batch_stats, metrics) = accumulate(grad_fn, params, batch_stats, batch, micro_batches)
     if axis_name is not None:
         grads = jax.lax.pmean(grads, axis_name)
         metrics = jax.lax.pmean(metrics, axis_name)
     metrics = {**metrics, "grad_norm": optax.tree.norm(grads)}
     updates, opt_state = optimizer.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), batch_stats, opt_state, metrics
+
+
+def gradient(
+    params,
+    batch_stats,
+    batch: replay_lib.Batch,
+    *,
+    apply_fn: LearnApplyFn,
+    weight_decay: float,
+    ownership_weight: float = 0.0,
+    score_weight: float = 0.0,
+):
+    """(gradient of loss_fn in params, (new batch_stats, metrics)) on one batch."""
+    return jax.grad(loss_fn, has_aux=True)(
+        params, batch_stats, apply_fn, batch, weight_decay, ownership_weight, score_weight
+    )
+
+
+def accumulate(grad_fn: Callable, params, batch_stats, batch: replay_lib.Batch, micro_batches: int):
+    """`grad_fn(params, batch_stats, part)`'s outputs averaged over `micro_batches` equal consecutive parts of `batch`
+    [n, ...], computed one part after another (a scan), so only one part's activations are alive at a time.
+
+    Every loss term is a mean over positions (or, the L2 term, the same for every part), so the mean of the parts'
+    gradients is the gradient of the whole batch's loss — except through batch norm, whose statistics are each
+    part's own (synchronised across devices), not the whole batch's. The running averages are the mean of those each
+    part would leave from the same start: for the means exactly the one-batch update (the mean of equal parts' means
+    is the batch's mean), for the variances the mean of the parts' variances."""
+    parts = jax.tree.map(lambda x: x.reshape((micro_batches, x.shape[0] // micro_batches) + x.shape[1:]), batch)
+
+    def add(total, part):
+        out = grad_fn(params, batch_stats, part)
+        return jax.tree.map(jnp.add, total, out), None
+
+    zeros = jax.tree.map(
+        lambda x: jnp.zeros(x.shape, x.dtype),
+        jax.eval_shape(grad_fn, params, batch_stats, jax.tree.map(lambda x: x[0], parts)),
+    )
+    total, _ = jax.lax.scan(add, zeros, parts)
+    return jax.tree.map(lambda x: x / micro_batches, total)
 
 
 def all_finite(tree) -> jax.Array:

@@ -9,7 +9,9 @@ them.
 
 How a program's peak is estimated, per device:
   * the iteration: arguments + outputs − aliased + temporaries (its input state is donated: the new state reuses it);
-  * gating and evaluation matches: the whole state stays resident beside them, so state + outputs + temporaries.
+  * gating and evaluation matches: the whole state stays resident beside them, so state + outputs + temporaries;
+  * the engine's search (`az-jax gtp/uci`: one game on one device, a process of its own): arguments (the network,
+    the tree) + outputs − aliased + temporaries.
 On a GPU the estimate is raised to what was measured against it on an H100 (experiments/results/gpu/README.md:
 the device's peak was 1.17× the plan on a 5 GiB iteration, plus about 0.2 GiB the plan does not see): × 1.2 + 0.25
 GiB. A TPU plan is taken as the TPU compiler states it (it refuses programs whose temporaries exceed HBM).
@@ -34,7 +36,11 @@ from az_jax.targets import GIB, Target
 from az_jax.trainer import Trainer
 
 GPU_FACTOR, GPU_EXTRA_BYTES = 1.2, GIB // 4  # the GPU margin above (measured on one H100)
-PROGRAMS = ("iteration", "gating", "evaluation", "selfplay", "learning")
+PROGRAMS = ("iteration", "gating", "evaluation", "selfplay", "learning", "engine")
+# (setup, abstract variables on one device, that device's sharding) -> name -> a function lowering one of the engine's
+# programs: the GTP/UCI engines' search (frontends/tree_search.engine_programs), given by the caller (the runtime
+# imports no outer package)
+EnginePrograms = Callable[[Any, Any, Any], dict]
 DEFAULT_PROGRAMS = ("iteration", "gating", "evaluation")  # what a run compiles; the halves are for the account
 
 
@@ -112,7 +118,7 @@ def _memory(compiled) -> tuple[int, int, int, int]:
     )
 
 
-def _compile(name: str, lower: Callable[[], Any], state_total: int, donated: bool = False) -> ProgramPlan:
+def compile_program(name: str, lower: Callable[[], Any], state_total: int, donated: bool = False) -> ProgramPlan:
     """Compiles one program. `state_total`: the state's bytes, resident beside the program (or, `donated`, taken by it
     as its argument and reused for its outputs: the iteration)."""
     t0 = time.perf_counter()
@@ -133,9 +139,14 @@ def _compile(name: str, lower: Callable[[], Any], state_total: int, donated: boo
     return ProgramPlan(name, seconds, argument, output, alias, temp, peak)
 
 
-def compile_programs(trainer: Trainer, programs=DEFAULT_PROGRAMS, log: Callable[[str], None] = lambda m: None) -> list:
+def compile_programs(
+    trainer: Trainer,
+    programs=DEFAULT_PROGRAMS,
+    log: Callable[[str], None] = lambda m: None,
+    engine: EnginePrograms | None = None,
+) -> list:
     """Compiles the run's programs for the trainer's mesh; a ProgramPlan each (gating only where the config gates,
-    evaluation only where it evaluates)."""
+    evaluation only where it evaluates, the engine's search only where `engine` is given: one game on one device)."""
     from az_jax.loop import baseline_matches  # the loop's own evaluation programs
 
     config, state = trainer.config, trainer.abstract_state()
@@ -143,26 +154,35 @@ def compile_programs(trainer: Trainer, programs=DEFAULT_PROGRAMS, log: Callable[
     plans = []
     if "iteration" in programs:
         log("compiling the training iteration")
-        plans.append(_compile("iteration", lambda: trainer.iterate.lower(state), resident, donated=True))
+        plans.append(compile_program("iteration", lambda: trainer.iterate.lower(state), resident, donated=True))
     replicated = NamedSharding(trainer.mesh, P())
     key = jax.ShapeDtypeStruct((), jax.random.key(0).dtype, sharding=replicated)
     if "selfplay" in programs:  # the iteration's halves alone: which of them holds the temporaries
         log("compiling the self-play half")
-        plans.append(_compile("selfplay", lambda: trainer.selfplay.lower(state, key), resident))
+        plans.append(compile_program("selfplay", lambda: trainer.selfplay.lower(state, key), resident))
     if "learning" in programs:
         log("compiling the learning half")
-        plans.append(_compile("learning", lambda: trainer.learn.lower(state, key), resident))
+        plans.append(compile_program("learning", lambda: trainer.learn.lower(state, key), resident))
     if "gating" in programs and config.gating:
         log("compiling gating")
         gate_args = (state.params, state.batch_stats, state.best, state.iteration, key)
-        plans.append(_compile("gating", lambda: trainer.gate.lower(*gate_args), resident))
+        plans.append(compile_program("gating", lambda: trainer.gate.lower(*gate_args), resident))
+    if "engine" in programs and engine is not None:
+        one = NamedSharding(Mesh(np.asarray(trainer.mesh.devices).reshape(-1)[:1], (DEVICE_AXIS,)), P())
+        variables = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=one),
+            {"params": state.params, "batch_stats": state.batch_stats},
+        )
+        for name, lower_engine in engine(trainer.setup, variables, one).items():
+            log(f"compiling the {name}")
+            plans.append(compile_program(name, lower_engine, 0, donated=True))
     if "evaluation" in programs and config.eval_every:
         variables = {"params": state.params, "batch_stats": state.batch_stats}
         sims = config.eval_simulations or config.num_simulations
         for name, match in baseline_matches(trainer, config.eval_games, sims).items():
             log(f"compiling the evaluation match against {name}")
             lower: Callable[[], Any] = functools.partial(match.lower, variables, key)
-            plans.append(_compile(f"evaluation vs {name}", lower, resident))
+            plans.append(compile_program(f"evaluation vs {name}", lower, resident))
     return plans
 
 
@@ -179,33 +199,18 @@ def plan(
     programs=DEFAULT_PROGRAMS,
     iteration_seconds: float | None = None,
     log: Callable[[str], None] = lambda m: None,
+    engine: EnginePrograms | None = None,
 ) -> dict:
     """The whole plan of `config` on `target`, JSON-ready (bytes per device)."""
     config.validate(target.devices)
     mesh = target_mesh(target)
     trainer = Trainer(config, mesh)
     state = state_bytes(trainer)
-    compiled = compile_programs(trainer, programs, log)
+    compiled = compile_programs(trainer, programs, log, engine)
     env = trainer.setup.env
     counted = flops_lib.iteration_flops(config, env.observation_shape, env.num_actions)
-    worst = max(compiled, key=lambda p: p.peak_bytes) if compiled else None
-    need = required_bytes(target, worst.peak_bytes) if worst else state["total"]
-    result: dict[str, Any] = {
-        "target": target.name,
-        "about": target.about,
-        "platform": target.platform,
-        "devices": target.devices,
-        "device_memory_bytes": target.memory_bytes,
-        "budget_bytes": target.budget_bytes,
-        "game": config.game,
-        "state_bytes": state,
-        "programs": [dataclasses.asdict(p) for p in compiled],
-        "required_bytes": need,
-        "fits": need <= target.budget_bytes,
-        "flops": counted,
-        "peak_bf16_flops_per_second": target.peak_bf16_flops * target.devices,
-        "jax": jax.__version__,
-    }
+    result = summarize(target, config.game, compiled, state["total"])
+    result.update(state_bytes=state, flops=counted, peak_bf16_flops_per_second=target.peak_bf16_flops * target.devices)
     if iteration_seconds:
         result["iteration_seconds"] = iteration_seconds
         peak = target.peak_bf16_flops * target.devices
@@ -213,13 +218,33 @@ def plan(
     return result
 
 
+def summarize(target: Target, what: str, compiled: list[ProgramPlan], resident: int = 0) -> dict:
+    """The plans of `compiled` on `target`, JSON-ready: each program, the largest need per device (with the target's
+    margin; `resident` when nothing compiled) and whether it fits."""
+    worst = max(compiled, key=lambda p: p.peak_bytes) if compiled else None
+    need = required_bytes(target, worst.peak_bytes) if worst else resident
+    return {
+        "target": target.name,
+        "about": target.about,
+        "platform": target.platform,
+        "devices": target.devices,
+        "device_memory_bytes": target.memory_bytes,
+        "budget_bytes": target.budget_bytes,
+        "game": what,
+        "programs": [dataclasses.asdict(p) for p in compiled],
+        "required_bytes": need,
+        "fits": need <= target.budget_bytes,
+        "jax": jax.__version__,
+    }
+
+
 # What shrinks each part of a device's memory (named in the error of a plan that does not fit).
 SHRINKS = {
     "replay_buffer": "replay_capacity",
     "games_in_progress": "selfplay_batch_size",
     "parameters_and_optimizer": "num_blocks, num_channels",
-    "temporaries": "search_batch_size (games per search: the trees), remat=true and compute_dtype=bfloat16 (the "
-    "learner), batch_size",
+    "temporaries": "search_batch_size (games per search: the trees), remat=true, micro_batches and "
+    "compute_dtype=bfloat16 (the learner)",
 }
 
 
@@ -228,10 +253,11 @@ def check_fits(result: dict) -> None:
     if result["fits"]:
         return
     worst = max(result["programs"], key=lambda p: p["peak_bytes"])
-    parts = {k: v for k, v in result["state_bytes"].items() if k not in ("total", "other")}
+    parts = {k: v for k, v in result.get("state_bytes", {}).items() if k not in ("total", "other")}
     parts["temporaries"] = worst["temp_bytes"]
     largest = sorted(parts.items(), key=lambda kv: -kv[1])[:2]
-    named = "; ".join(f"{name.replace('_', ' ')} {v / GIB:.1f} GiB (shrink: {SHRINKS[name]})" for name, v in largest)
+    shrinks = {**SHRINKS, **result.get("shrinks", {})}
+    named = "; ".join(f"{name.replace('_', ' ')} {v / GIB:.1f} GiB (shrink: {shrinks[name]})" for name, v in largest)
     raise PlanError(
         f"{result['game']} does not fit {result['target']}: its {worst['name']} needs "
         f"{result['required_bytes'] / GIB:.1f} GiB per device, the device has {result['budget_bytes'] / GIB:.1f} GiB; "
@@ -242,26 +268,30 @@ def check_fits(result: dict) -> None:
 def format_table(result: dict) -> str:
     """The plan as a short table (GiB per device)."""
     g = lambda b: f"{b / GIB:8.3f} GiB"
-    s = result["state_bytes"]
     lines = [
         f"{result['game']} on {result['target']} ({result['about']}; {result['devices']} devices, "
         f"{result['budget_bytes'] / GIB:.2f} GiB usable per device)",
-        f"  parameters + optimizer {g(s['parameters_and_optimizer'])}",
-        f"  replay buffer          {g(s['replay_buffer'])}",
-        f"  games in progress      {g(s['games_in_progress'])}",
-        f"  state in all           {g(s['total'])}",
     ]
+    if "state_bytes" in result:  # an AlphaZero run's state (the AlphaGo stages hold theirs as arguments)
+        s = result["state_bytes"]
+        lines += [
+            f"  parameters + optimizer {g(s['parameters_and_optimizer'])}",
+            f"  replay buffer          {g(s['replay_buffer'])}",
+            f"  games in progress      {g(s['games_in_progress'])}",
+            f"  state in all           {g(s['total'])}",
+        ]
     for p in result["programs"]:
         how = "refused by the compiler (out of memory)" if p["error"] else "compiled"
         lines.append(
             f"  {p['name']:<22} temporaries {g(p['temp_bytes'])}, peak {g(p['peak_bytes'])}, "
             f"{how} in {p['compile_seconds']:.1f} s"
         )
-    f = result["flops"]
-    lines.append(
-        f"  FLOPs per iteration    {f['iteration'] / 1e12:.3g} TFLOP (self-play {f['selfplay'] / 1e12:.3g}, "
-        f"training {f['training'] / 1e12:.3g}; {f['network_forward'] / 1e9:.3g} GFLOP a position)"
-    )
+    f = result.get("flops")
+    if f:
+        lines.append(
+            f"  FLOPs per iteration    {f['iteration'] / 1e12:.3g} TFLOP (self-play {f['selfplay'] / 1e12:.3g}, "
+            f"training {f['training'] / 1e12:.3g}; {f['network_forward'] / 1e9:.3g} GFLOP a position)"
+        )
     if "mfu" in result:
         lines.append(f"  MFU at {result['iteration_seconds']:g} s an iteration: {100 * result['mfu']:.1f}%")
     verdict = "fits" if result["fits"] else "DOES NOT FIT"

@@ -13,7 +13,10 @@ import pytest
 from jax import lax
 
 from az_jax import preflight, targets
+from az_jax.alphago import preflight as alphago_preflight
+from az_jax.alphago.presets import PRESETS
 from az_jax.config import ConfigError, override, preset
+from az_jax.frontends import tree_search
 from az_jax.trainer import Trainer
 
 TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4", "selfplay_batch_size=8"]
@@ -80,6 +83,47 @@ def test_gpu_plan_of_a_small_run_fits_one_h100():
     preflight.check_fits(result)  # no error
 
 
+def test_engine_plan_holds_the_network_and_one_tree():
+    # The engines' search (az-jax gtp/uci), one game on one device: its chunk takes the network's variables and the
+    # kept tree, and gives the tree back in place (donated). A tree of C nodes holds per node the game's pgx state
+    # (mctx's embedding) and its children's rows (index, prior logit, value, visits, reward, discount: 6 × 4 bytes an
+    # action), so at least C · node_bytes; the rest of the tree is per node ([C] visits, values, parents, …: 5 × 4
+    # bytes) and the root's A invalid actions.
+    config = _config()
+    result = preflight.plan(
+        config,
+        targets.get_target("h100"),
+        programs=("engine",),
+        engine=lambda setup, variables, sharding: tree_search.engine_programs(
+            setup.apply_fn, setup.env, config.c_init, config.c_base, variables, sharding
+        ),
+    )
+    root, chunk = result["programs"]
+    assert (root["name"], chunk["name"]) == ("engine root", "engine chunk")
+    env = Trainer(config, preflight.target_mesh(targets.get_target("h100"))).setup.env
+    capacity, per_node = tree_search.default_capacity(env), tree_search.node_bytes(env)
+    variables = result["state_bytes"]["parameters_and_optimizer"]  # params + batch stats + momentum: an upper bound
+    tree = chunk["alias_bytes"]  # the donated tree, reused for the new one
+    assert capacity * per_node <= tree <= capacity * (per_node + 5 * 4) + 4 * env.num_actions + 64
+    assert tree < chunk["argument_bytes"] <= tree + variables + 64  # + the key and two counts
+    assert tree <= chunk["output_bytes"] <= tree + 1024  # the new tree (+ the output table of its buffers)
+
+
+def test_alphago_19x19_steps_compile_for_an_h100_and_donate_their_state():
+    mesh = preflight.target_mesh(targets.get_target("h100"))
+    sl, value = alphago_preflight.compile_stages(PRESETS["19x19"], mesh, stages=("sl step", "value step"))
+    # p_σ at the paper's shape (Methods: k = 192, 13 layers, 48 planes, 19 × 19): layer 1 5·5·48·192 + 192 = 230,592
+    # weights; layers 2–12, 11 × (3·3·192·192 + 192) = 3,651,648; the 1 × 1 output layer 192 (no bias) and a bias per
+    # point 361: 3,882,793 float32 = 15,531,172 bytes, + SGD's step count and the stage's step (int32 each): the
+    # 15,531,180 bytes of state the step takes and gives back in place.
+    assert sl.alias_bytes == 15_531_180
+    # v_θ: p_σ's first 12 layers with 49 planes (5·5·49·192 + 192 = 235,392; + 3,651,648), a 1 × 1 filter with bias
+    # (193), 361 → 256 dense (92,672) and 256 → 1 (257): 3,980,162 weights = 15,920,648 bytes, + the two counts.
+    assert value.alias_bytes == 15_920_656
+    with pytest.raises(preflight.PlanError, match="unknown AlphaGo stage 'mcts'"):
+        alphago_preflight.compile_stages(PRESETS["19x19"], mesh, stages=("mcts",))
+
+
 def test_check_fits_names_the_largest_parts_and_their_keys():
     result = {
         "fits": False,
@@ -94,8 +138,8 @@ def test_check_fits_names_the_largest_parts_and_their_keys():
         preflight.check_fits(result)
     assert str(e.value) == (
         "go_19x19 does not fit v5litepod-8: its iteration needs 21.0 GiB per device, the device has 14.9 GiB; "
-        "largest: temporaries 19.0 GiB (shrink: search_batch_size (games per search: the trees), remat=true and "
-        "compute_dtype=bfloat16 (the learner), batch_size); replay buffer 1.0 GiB (shrink: replay_capacity)"
+        "largest: temporaries 19.0 GiB (shrink: search_batch_size (games per search: the trees), remat=true, "
+        "micro_batches and compute_dtype=bfloat16 (the learner)); replay buffer 1.0 GiB (shrink: replay_capacity)"
     )
 
 
@@ -119,6 +163,14 @@ def test_cli_unknown_target_and_a_config_that_does_not_fit_are_one_line_exit_2()
     assert "refused by the compiler (out of memory)" in big.stdout
     # quiet: libtpu found no TPU to look for (no metadata-server or worker-hostname complaints)
     assert not any("TPU_WORKER_HOSTNAMES" in line or "accelerator type" in line for line in lines)
+
+
+def test_cli_alphago_unknown_preset_is_one_line_exit_2():
+    unknown = _az("preflight", "--target", "h100", "--alphago", "13x13")
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip().splitlines() == [
+        "az-jax: error: --alphago: unknown preset '13x13'; known: 9x9-cpu, 9x9, 19x19"
+    ]
 
 
 def test_targets_are_the_chips_people_rent():

@@ -205,6 +205,26 @@ def default_capacity(env: pgx.Env, budget: int = TREE_BUDGET_BYTES) -> int:
     return capacity
 
 
+def engine_programs(
+    apply_fn, env: pgx.Env, c_init: float, c_base: float, variables, sharding, capacity: int | None = None
+) -> dict:
+    """name -> a function lowering that program of an engine's search (one game) for `sharding`'s device, from abstract
+    `variables`: "engine root" (a fresh root evaluated) and "engine chunk" (simulations added to a kept tree; the
+    count is an argument, so one program serves every chunk size). For az_jax/preflight.py: what `az-jax gtp/uci`
+    will compile on the accelerator."""
+    capacity = default_capacity(env) if capacity is None else capacity
+    programs = _Programs(apply_fn, env, c_init, c_base, capacity)
+    place = lambda tree: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree)
+    key = place(jax.eval_shape(lambda: jax.random.key(0)))
+    state = place(jax.eval_shape(lambda: _batched(env.init(jax.random.key(0)))))
+    tree = place(jax.eval_shape(programs.fresh, variables, key, state))
+    count = place(jax.ShapeDtypeStruct((), jnp.int32))
+    return {
+        "engine root": lambda: programs.fresh.lower(variables, key, state),
+        "engine chunk": lambda: programs.extend.lower(variables, key, tree, count, count),
+    }
+
+
 @functools.cache
 def _programs(apply_fn, env, c_init, c_base, capacity) -> _Programs:
     return _Programs(apply_fn, env, c_init, c_base, capacity)

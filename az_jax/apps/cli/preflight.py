@@ -18,14 +18,22 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         required=True,
         help="what you will rent, e.g. v5litepod-8, v4-8, v5p-8, v6e-8, v6e-1, h100, h100x8, a100, l4 (comma list)",
     )
+    parser.add_argument(
+        "--alphago",
+        default=None,
+        metavar="PRESET",
+        help="plan the AlphaGo (2016) pipeline's stages of this preset (9x9-cpu, 9x9, 19x19) instead of an "
+        "AlphaZero run: --game, --preset, --set and --programs do not apply",
+    )
     parser.add_argument("--game", default="connect_four", help="game name (see envs.GAMES)")
     parser.add_argument("--preset", default="small", help="small, paper, alphago_zero or small_agz")
     parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
     parser.add_argument(
         "--programs",
         default="iteration,gating,evaluation",
-        help="programs to compile (comma list): iteration, gating, evaluation (what a run compiles), selfplay and "
-        "learning (the iteration's halves alone: where its memory goes)",
+        help="programs to compile (comma list): iteration, gating, evaluation (what a run compiles), engine (the "
+        "gtp/uci engines' search of one game on one device), selfplay and learning (the iteration's halves alone: "
+        "where its memory goes)",
     )
     parser.add_argument(
         "--iteration-seconds", type=positive_float, default=None, help="a measured iteration time: prints its MFU"
@@ -46,7 +54,6 @@ def before_backend() -> None:
 
 def run(args) -> int:
     # imported only now: they start JAX's backend, which before_backend (called by main) first keeps on the CPU
-    from az_jax import config as config_lib
     from az_jax import preflight, targets
 
     programs = tuple(p.strip() for p in args.programs.split(",") if p.strip())
@@ -59,16 +66,14 @@ def run(args) -> int:
         raise UsageError(str(e)) from None
     if not chosen:
         raise UsageError("--target: name at least one target")
-    check_game_overrides(args.game, args.set or [])
-    config = config_lib.override(config_lib.preset(args.game, args.preset), args.set or [])
     log = lambda message: print(f"az-jax preflight: {message}", file=sys.stderr, flush=True)
+    plan = _alphago_plan(args, log) if args.alphago else _run_plan(args, programs, log)
     results = []
     for target in chosen:
         try:
-            result = preflight.plan(config, target, programs, args.iteration_seconds, log)
+            result = plan(target)
         except preflight.PlanError as e:
             raise UsageError(str(e)) from None
-        result.update(preset=args.preset, overrides=list(args.set or []))
         results.append(result)
         print(preflight.format_table(result), flush=True)
     if args.json:
@@ -81,3 +86,44 @@ def run(args) -> int:
         except preflight.PlanError as e:
             raise UsageError(str(e)) from None
     return 0
+
+
+def _run_plan(args, programs: tuple[str, ...], log):
+    """target -> the plan of an AlphaZero run (az_jax/preflight.py), the engines' search included when asked."""
+    from az_jax import config as config_lib  # starts JAX's backend: see run
+    from az_jax import preflight
+    from az_jax.frontends import tree_search
+
+    check_game_overrides(args.game, args.set or [])
+    config = config_lib.override(config_lib.preset(args.game, args.preset), args.set or [])
+
+    def engine(setup, variables, sharding):
+        return tree_search.engine_programs(setup.apply_fn, setup.env, config.c_init, config.c_base, variables, sharding)
+
+    def plan(target):
+        result = preflight.plan(config, target, programs, args.iteration_seconds, log, engine)
+        result.update(preset=args.preset, overrides=list(args.set or []))
+        return result
+
+    return plan
+
+
+def _alphago_plan(args, log):
+    """target -> the plan of the AlphaGo pipeline's stages (az_jax/alphago/preflight.py)."""
+    from az_jax.alphago import preflight as alphago_preflight  # starts JAX's backend: see run
+    from az_jax.alphago.presets import PRESETS
+
+    if args.set or args.programs != "iteration,gating,evaluation" or args.iteration_seconds:
+        raise UsageError(
+            "--alphago plans every stage of its preset: --set, --programs and --iteration-seconds do not apply"
+        )
+    if args.alphago not in PRESETS:
+        raise UsageError(f"--alphago: unknown preset {args.alphago!r}; known: {', '.join(PRESETS)}")
+    preset = PRESETS[args.alphago]
+
+    def plan(target):
+        result = alphago_preflight.plan(preset, target, log=log)
+        result.update(preset=preset.name, overrides=[])
+        return result
+
+    return plan
