@@ -12,7 +12,9 @@ own exception is not chained, so its traceback never reaches the user). Damaged 
 deleted, to RUN_DIR/checkpoints_damaged/ (`move_aside`), outside the directory the CheckpointManager manages.
 """
 
+import contextlib
 import dataclasses
+import logging
 import os
 import sys
 import traceback
@@ -94,6 +96,62 @@ def save(manager: ocp.CheckpointManager, state, config: config_lib.Config) -> in
         ),
     )
     return step
+
+
+class SaveError(CheckpointError):
+    """A checkpoint that could not be written (a full disk, a quota, a file-size limit): the checkpoints already
+    written are whole (orbax writes each into a temporary folder and renames it when complete, and deletes old ones
+    only after a save succeeds)."""
+
+
+class Saver:
+    """`save` and `wait` of a run's checkpoints, whose failures (orbax's asynchronous writes raise in a later call)
+    are one SaveError naming the checkpoint that failed and those that are whole. Orbax's own error log of a failed
+    write (absl tracebacks from its background threads) is silenced: the SaveError says it in a line."""
+
+    def __init__(self, manager: ocp.CheckpointManager):
+        self.manager = manager
+        self.attempted: list[int] = []
+        logging.getLogger("absl").addFilter(_drop_orbax_save_errors)
+
+    def save(self, state, config: config_lib.Config) -> int:
+        step = int(jax.device_get(state.iteration))
+        self.attempted.append(step)
+        with self._failing():
+            save(self.manager, state, config)
+        return step
+
+    def wait(self) -> None:
+        with self._failing():
+            self.manager.wait_until_finished()
+
+    @contextlib.contextmanager
+    def _failing(self):
+        try:
+            yield
+        except SaveError:
+            raise
+        except Exception as e:  # whatever orbax, TensorStore or the file system raised while writing
+            raise self._error(e) from None
+
+    def _error(self, e: BaseException) -> SaveError:
+        whole = ocp.CheckpointManager(self.manager.directory, options=ocp.CheckpointManagerOptions(create=False))
+        steps = list(whole.all_steps())
+        failed = [s for s in self.attempted if s not in steps]
+        step = min(failed) if failed else self.attempted[-1] if self.attempted else None
+        if steps:
+            names = ", ".join(str(s) for s in steps)
+            kept = f"checkpoint {names} is whole" if len(steps) == 1 else f"checkpoints {names} are whole"
+            todo = "make room and run the same command to resume"
+        else:
+            kept, todo = "no checkpoint was written yet", "make room and run the same command to start again"
+        return SaveError(f"could not save checkpoint {step} ({_one_line(e)}); {kept}: {todo}")
+
+
+def _drop_orbax_save_errors(record: logging.LogRecord) -> bool:
+    """absl's log filter: False (dropped) for orbax's error records of a failed background write."""
+    text = record.getMessage()
+    return not (record.levelno >= logging.ERROR and ("save" in text.lower() or "Signaling" in text or "commit" in text))
 
 
 def _one_line(e: BaseException, limit: int = 240) -> str:

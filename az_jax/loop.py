@@ -196,7 +196,9 @@ def train_and_evaluate(
     writer = MetricsWriter(
         run_dir, total=config.num_iterations, initial=start, progress=progress, active=distributed.is_main_process()
     )
+    saver = ckpt.Saver(manager)  # a failed write: one SaveError line, the whole checkpoints named
     with preemption.StopOnSigterm() as stop:  # SIGTERM ends the run after the iteration in flight, saved
+        failed = False
         try:
             for it in range(start, config.num_iterations):
                 t0 = time.perf_counter()
@@ -205,7 +207,7 @@ def train_and_evaluate(
                 seconds = time.perf_counter() - t0
                 done = it + 1
                 if metrics["train/finite"] != 1.0:  # stop before this iteration is gated, evaluated, saved or logged
-                    manager.wait_until_finished()
+                    saver.wait()
                     raise DivergenceError(divergence_message(done, metrics, manager.latest_step()))
                 if config.gating and done % config.gating_interval == 0:
                     # A separate jitted match on the same devices, decided on device (az_jax/gating.py). The next
@@ -255,15 +257,19 @@ def train_and_evaluate(
                 writer.write(done, metrics)
                 saving = done % config.checkpoint_every == 0 or done == config.num_iterations
                 if saving:
-                    ckpt.save(manager, state, config)
+                    saver.save(state, config)
                 if progress_fn is not None:
                     progress_fn(done, metrics)
                 if stop.should_stop():  # SIGTERM: this iteration is the last; its checkpoint is written before exiting
                     if not saving:
-                        ckpt.save(manager, state, config)
-                    manager.wait_until_finished()
+                        saver.save(state, config)
+                    saver.wait()
                     raise preemption.Preempted(done)
+        except ckpt.SaveError:
+            failed = True
+            raise
         finally:
-            manager.wait_until_finished()
+            if not failed:  # a failed write's error is already on its way; orbax would raise it again here
+                saver.wait()
             writer.close()
     return state
