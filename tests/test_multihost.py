@@ -232,3 +232,55 @@ def test_incomplete_flags_are_a_one_line_cli_error(tmp_path):
     lines = [l for l in result.stderr.splitlines() if l.startswith("az-jax: error:")]
     assert len(lines) == 1 and "needs all of --coordinator" in lines[0], result.stderr[-2000:]
     assert not (tmp_path / "run").exists()
+
+
+def test_sigterm_to_one_process_stops_both_at_the_same_iteration(tmp_path):
+    # A preempted host of a slice: SIGTERM reaches process 1 only. Each iteration the processes gather their flags
+    # (az_jax/preemption.py), so both finish the same iteration, write its checkpoint together and exit 143 with the
+    # same line; no checkpoint was due (checkpoint_every=100).
+    run = tmp_path / "run"
+    port = _free_port()
+    env = {**os.environ, **FAST_COMPILES, "XLA_FLAGS": "", "JAX_PLATFORMS": "cpu"}
+    sets = [
+        a
+        for kv in TINY_NETWORK
+        + [
+            "selfplay_steps=4",
+            "replay_capacity=256",
+            "min_replay_size=16",
+            "eval_every=0",
+            "checkpoint_every=100",
+            "num_iterations=200",
+        ]
+        for a in ("--set", kv)
+    ]
+    procs = []
+    try:
+        for pid in range(2):
+            command = [sys.executable, "-m", "az_jax.apps.cli", "--devices", "1", "train", "--game", "tic_tac_toe"]
+            command += ["--run-dir", str(run), "--no-progress", "--coordinator", f"127.0.0.1:{port}"]
+            command += ["--num-processes", "2", "--process-id", str(pid), *sets]
+            procs.append(
+                subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
+            )
+        deadline = time.monotonic() + TIMEOUT_S
+        metrics = run / "metrics.jsonl"  # process 0's
+        while (not metrics.exists() or metrics.read_text().count("\n") < 2) and time.monotonic() < deadline:
+            assert all(p.poll() is None for p in procs), [p.communicate()[1][-2000:] for p in procs]
+            time.sleep(0.01)
+        procs[1].send_signal(signal.SIGTERM)
+        errors = [p.communicate(timeout=TIMEOUT_S)[1] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [p.returncode for p in procs] == [143, 143], errors
+    last = [e.strip().splitlines()[-1] for e in errors]
+    logged = metrics.read_text().count("\n")
+    assert 2 <= logged < 200
+    expected = (
+        f"az-jax: error: stopped by SIGTERM after iteration {logged}; checkpoint {logged} is saved, run the same "
+    )
+    assert last == [expected + "command to resume"] * 2, errors
+    assert ckpt.make_manager(str(run), read_only=True).all_steps() == [logged]
