@@ -165,6 +165,22 @@ def test_cli_unknown_target_and_a_config_that_does_not_fit_are_one_line_exit_2()
     assert not any("TPU_WORKER_HOSTNAMES" in line or "accelerator type" in line for line in lines)
 
 
+def test_cli_a_compiler_that_crashes_is_one_line_exit_2():
+    # libtpu 0.0.42's compiler aborts the process on gardner chess (a fatal check in its fusion emitter, whatever the
+    # network's size): each target compiles in a process of its own, so the user gets one line, not a core dump.
+    sets = [arg for s in TINY[:6] for arg in ("--set", s)]
+    crash = _az("preflight", "--target", "v5litepod-1", "--game", "gardner_chess", "--programs", "iteration", *sets)
+    assert crash.returncode == 2
+    lines = crash.stderr.strip().splitlines()
+    assert lines[:-1] == ["az-jax preflight: compiling the training iteration"], crash.stderr[-2000:]
+    assert re.fullmatch(
+        r"az-jax: error: the TPU compiler \(libtpu [0-9.]+\) crashed compiling the training iteration for "
+        r"v5litepod-1 \(\S+\.cc:\d+: Check failed: .+\); this plan cannot be checked on this machine: try another "
+        r"target or other settings",
+        lines[-1],
+    ), lines[-1]
+
+
 def test_cli_alphago_unknown_preset_is_one_line_exit_2():
     unknown = _az("preflight", "--target", "h100", "--alphago", "13x13")
     assert unknown.returncode == 2

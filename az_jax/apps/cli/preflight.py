@@ -2,9 +2,13 @@
 fit the devices' memory (az_jax/preflight.py), before anyone pays for an accelerator hour."""
 
 import argparse
+import importlib.metadata
 import json
 import os
+import re
+import subprocess
 import sys
+import tempfile
 
 from az_jax.apps.cli.args import UsageError, check_game_overrides, path, positive_float
 
@@ -39,6 +43,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--iteration-seconds", type=positive_float, default=None, help="a measured iteration time: prints its MFU"
     )
     parser.add_argument("--json", type=path, default=None, metavar="PATH", help="also write the plans here")
+    # internal: the process that compiles one target (see run) writes its plan here and leaves the verdict to its parent
+    parser.add_argument("--plan-one", default=None, help=argparse.SUPPRESS)
     return parser
 
 
@@ -66,16 +72,18 @@ def run(args) -> int:
         raise UsageError(str(e)) from None
     if not chosen:
         raise UsageError("--target: name at least one target")
-    log = lambda message: print(f"az-jax preflight: {message}", file=sys.stderr, flush=True)
-    plan = _alphago_plan(args, log) if args.alphago else _run_plan(args, programs, log)
-    results = []
-    for target in chosen:
+    log = lambda message: print(f"{PROGRESS}{message}", file=sys.stderr, flush=True)
+    plan = _alphago_plan(args, log) if args.alphago else _run_plan(args, programs, log)  # checks the settings
+    if args.plan_one:  # the child of `_plan_in_child`: one target, its plan to a file, no verdict
         try:
-            result = plan(target)
+            result = plan(chosen[0])
         except preflight.PlanError as e:
             raise UsageError(str(e)) from None
-        results.append(result)
         print(preflight.format_table(result), flush=True)
+        with open(args.plan_one, "w") as f:
+            f.write(json.dumps(result) + "\n")
+        return 0
+    results = [_plan_in_child(args, target) for target in chosen]
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:
@@ -127,3 +135,57 @@ def _alphago_plan(args, log):
         return result
 
     return plan
+
+
+PROGRESS = "az-jax preflight: "
+# a compiler's fatal check, e.g. "F1126 11:39:10.150379     822 fusion_emitter.cc:4582] Check failed: ... (5 vs. 1)"
+_FATAL = re.compile(r"^F\d{4} [\d:.]+\s+\d+ (\S+:\d+)\] (.*\S)")
+
+
+def _plan_in_child(args, target) -> dict:
+    """Compiles `target`'s plan in a process of its own: a compiler that aborts (libtpu's fatal checks end the process)
+    becomes one line here, not a core dump. Its table goes to stdout, its progress lines to stderr as they come."""
+    command = [sys.executable, "-m", "az_jax.apps.cli", "preflight", "--target", target.name]
+    if args.alphago:
+        command += ["--alphago", args.alphago]
+    else:
+        command += ["--game", args.game, "--preset", args.preset, "--programs", args.programs]
+        command += [arg for kv in args.set or [] for arg in ("--set", kv)]
+        command += ["--iteration-seconds", str(args.iteration_seconds)] if args.iteration_seconds else []
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "plan.json")
+        child = subprocess.Popen([*command, "--plan-one", out], stderr=subprocess.PIPE, text=True, errors="replace")
+        kept, program = [], "its programs"
+        assert child.stderr is not None
+        for line in child.stderr:
+            if line.startswith(PROGRESS):
+                print(line, end="", file=sys.stderr, flush=True)
+                program = line[len(PROGRESS) :].strip().removeprefix("compiling ")
+            else:
+                kept.append(line.rstrip("\n"))
+        child.wait()
+        if child.returncode == 0:
+            with open(out) as f:
+                return json.load(f)
+    errors = [line for line in kept if line.startswith("az-jax: error: ")]
+    if child.returncode == 2 and errors:
+        raise UsageError(errors[-1].removeprefix("az-jax: error: "))
+    fatal = [m for m in map(_FATAL.match, kept) if m]
+    detail = (
+        f"{fatal[0].group(1)}: {fatal[0].group(2)}"
+        if fatal
+        else next((line.strip() for line in reversed(kept) if line.strip()), f"exit status {child.returncode}")
+    )
+    raise UsageError(
+        f"the {_compiler(target)} crashed compiling {program} for {target.name} ({detail}); this plan cannot be "
+        "checked on this machine: try another target or other settings"
+    )
+
+
+def _compiler(target) -> str:
+    package = "libtpu" if target.platform == "tpu" else "jax-cuda13-plugin"
+    try:
+        version = importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        version = "?"
+    return f"TPU compiler (libtpu {version})" if target.platform == "tpu" else f"GPU compiler ({package} {version})"
