@@ -32,6 +32,10 @@ RUNS=(
   "agz_go19_v5e8_remat_bf16_sb8|go_19x19 alphago_zero v5litepod-8|remat=true compute_dtype=bfloat16 search_batch_size=8|iteration"
   "agz_go19_v5e8_remat_bf16_sb8_mb4|go_19x19 alphago_zero v5litepod-8|remat=true compute_dtype=bfloat16 search_batch_size=8 micro_batches=4|iteration"
   "agz_go19_h100_remat_bf16_sb64|go_19x19 alphago_zero h100|remat=true compute_dtype=bfloat16 search_batch_size=64|iteration"
+  "agz_go19_v5e8_remat_sb8_mb4|go_19x19 alphago_zero v5litepod-8|remat=true search_batch_size=8 micro_batches=4|iteration"
+  "agz_go19_h100_remat_sb64_mb4|go_19x19 alphago_zero h100|remat=true search_batch_size=64 micro_batches=4|iteration"
+  "shogi_paper_v5e8_remat_compact_sb8_mb4|shogi paper v5litepod-8|remat=true compact_replay=true search_batch_size=8 micro_batches=4|iteration"
+  "shogi_paper_h100_remat_compact_sb64_mb4|shogi paper h100|remat=true compact_replay=true search_batch_size=64 micro_batches=4|iteration"
 )
 for run in "${RUNS[@]}"; do
   IFS='|' read -r name what sets programs <<< "$run"

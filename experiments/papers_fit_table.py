@@ -2,6 +2,7 @@
 (experiments/results/preflight/) and, with --fit, the design changes' runs (experiments/results/preflight_fit/).
 
     python experiments/papers_fit_table.py [--dir experiments/results/preflight] > table.md
+    python experiments/papers_fit_table.py --alphago experiments/results/preflight_alphago
 """
 
 import argparse
@@ -34,10 +35,32 @@ def line(r: dict) -> str:
     )
 
 
+def alphago_table(directory: str) -> None:
+    """The AlphaGo pipeline's stages (`az-jax preflight --alphago`): each stage's peak per device on each target."""
+    results = sorted(rows(directory), key=lambda r: r["target"])
+    if not results:
+        return
+    stages = [p["name"] for p in results[0]["programs"]]
+    print("| target | " + " | ".join(stages) + " | needs / has GiB | fits | compile (2-core CPU) |")
+    print("|---|" + "---|" * (len(stages) + 3))
+    for r in results:
+        peaks = {p["name"]: p["peak_bytes"] / GIB for p in r["programs"]}
+        seconds = sum(p["compile_seconds"] for p in r["programs"])
+        cells = " | ".join(f"{peaks[s]:.2f}" for s in stages)
+        print(
+            f"| {r['target']} | {cells} | {r['required_bytes'] / GIB:.1f} / {r['budget_bytes'] / GIB:.1f} | "
+            f"{'yes' if r['fits'] else '**no**'} | {seconds:.0f} s |"
+        )
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", action="append", help="folders of preflight JSON files")
+    parser.add_argument("--alphago", default=None, help="a folder of `az-jax preflight --alphago` JSON files instead")
     args = parser.parse_args(argv)
+    if args.alphago:
+        alphago_table(args.alphago)
+        return 0
     print(
         "| preset | changes | target | state GiB/device | iteration temporaries GiB | needs / has GiB | fits | "
         "compile (2-core CPU) | PFLOP/iteration |"
