@@ -200,8 +200,11 @@ def learn(
             symmetry_game=cfg.game if cfg.augment_symmetries else None,
             value_target_mix=cfg.value_target_mix,
         )
+        params, batch_stats, opt_state = carry
         *new, metrics = learner.train_step(
-            *carry,
+            params,
+            batch_stats,
+            opt_state,
             batch,
             apply_fn=setup.learn_apply,
             optimizer=optimizer,

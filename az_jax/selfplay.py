@@ -186,6 +186,7 @@ def play(
             # The rule is checked at every ply of every game; a game where resignation is on ends here instead of
             # playing `action`, and ends exactly like a terminal: its positions resolve with the resigner's loss.
             assert settings.fast_search is None  # Config: resign and playout cap randomization exclude each other
+            assert v_resign is not None and settings.resign_disabled_fraction is not None  # `resigning`
             resign_games, resigned = resign_lib.observe(resign_games, resign_value, mover, v_resign)
             rewards = jnp.where(resigned[:, None], resign_lib.resign_rewards(mover), rewards)
             ended = ended | resigned

@@ -481,7 +481,7 @@ def _ladders(board: jax.Array, moves: dict[str, jax.Array], n: int) -> tuple[jax
         line = jax.tree.map(pick, fresh_line, stacked, line)
         running = carry["running"] | from_stack | from_reads
         # one attacker and one defender move in every slot
-        b, lab, ko, status, other, tie = jax.vmap(lambda *a: _ladder_step(*a, n=n))(
+        b, lab, ko, status, other, tie = jax.vmap(functools.partial(_ladder_step, n=n))(
             line["board"], line["label"], line["ko"], line["prey"], line["forced"], line["attack_first"]
         )
         # a tie forks a line: the other liberty, from the same position, read later

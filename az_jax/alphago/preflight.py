@@ -48,6 +48,11 @@ def _abstract(tree: Any, sharding: Any) -> Any:
     return jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), tree, sharding)
 
 
+def _jitted(fn: Callable) -> Any:
+    """A stage's program as what it is, a jitted function (the stage modules type it as a Callable), for `.lower`."""
+    return fn
+
+
 def _positions(size: int, batch: int) -> Position:
     """A batch of positions' shapes (position.py's dtypes)."""
     p = size * size
@@ -82,7 +87,7 @@ def _programs(preset: AlphaGoPreset, mesh: Mesh) -> dict[str, Callable[[], Any]]
         _divisible("sl.batch_size", sl.batch_size, mesh)
         action = jax.ShapeDtypeStruct((sl.batch_size,), jnp.int32, sharding=batch)
         positions = _abstract(_positions(size, sl.batch_size), batch)
-        return supervised.make_train_step(sl, mesh).lower(sl_state, key, positions, action)
+        return _jitted(supervised.make_train_step(sl, mesh)).lower(sl_state, key, positions, action)
 
     def rollout_step():
         m = preset.rollout.batch_size
@@ -100,7 +105,7 @@ def _programs(preset: AlphaGoPreset, mesh: Mesh) -> dict[str, Callable[[], Any]]
 
     def play():
         _divisible("rl.games / 2", rl.games // 2, mesh)
-        return reinforce._play_program(network, sl.planes, size, rl.games, plies, mesh)
+        return _jitted(reinforce._play_program(network, sl.planes, size, rl.games, plies, mesh))
 
     def rl_games():
         return play().lower(policy_params, policy_params, key)
@@ -109,17 +114,14 @@ def _programs(preset: AlphaGoPreset, mesh: Mesh) -> dict[str, Callable[[], Any]]
         games = jax.eval_shape(play(), policy_params, policy_params, key)
         games = _abstract(games, jax.tree.map(lambda s: NamedSharding(mesh, s), reinforce._GAMES_SPECS))
         opt_state = _abstract(jax.eval_shape(reinforce.optimizer(rl).init, policy_params), replicated)
-        state = reinforce.RLState(
-            params=policy_params,
-            opt_state=opt_state,
-            iteration=jax.ShapeDtypeStruct((), jnp.int32, sharding=replicated),
-        )
-        return reinforce._update_program(network, rl.learning_rate, mesh).lower(state, games)
+        iteration: Any = jax.ShapeDtypeStruct((), jnp.int32, sharding=replicated)
+        state = reinforce.RLState(params=policy_params, opt_state=opt_state, iteration=iteration)
+        return _jitted(reinforce._update_program(network, rl.learning_rate, mesh)).lower(state, games)
 
     def value_games():
         _divisible("value_batch", preset.value_batch, mesh)
-        shape = value_data._shape(sl)
-        generate = value_data._generator(size, shape, shape, mesh)
+        shape = (sl.layers, sl.filters, sl.planes)  # value_data._shape of p_σ (p_ρ has its shape)
+        generate = _jitted(value_data._generator(size, shape, shape, mesh))
         settings = {
             "u_lo": jax.ShapeDtypeStruct((), jnp.int32, sharding=replicated),
             "u_hi": jax.ShapeDtypeStruct((), jnp.int32, sharding=replicated),
@@ -133,7 +135,7 @@ def _programs(preset: AlphaGoPreset, mesh: Mesh) -> dict[str, Callable[[], Any]]
         _divisible("value.batch_size", value.batch_size, mesh)
         z = jax.ShapeDtypeStruct((value.batch_size,), jnp.float32, sharding=batch)
         positions = _abstract(_positions(size, value.batch_size), batch)
-        return value_training.make_train_step(value, mesh).lower(value_state, key, positions, z)
+        return _jitted(value_training.make_train_step(value, mesh)).lower(value_state, key, positions, z)
 
     def search():
         env = apv_mcts._env(size)

@@ -78,12 +78,12 @@ class CompileCounter:
         self.seconds = 0.0
         self.by_function: dict[str, float] = {}
 
-    def _listener(self, event: str, duration: float, **kwargs) -> None:
+    def _listener(self, event: str, duration_secs: float, **kwargs: str | int) -> None:
         if event == self.EVENT:
             name = str(kwargs.get("fun_name", "?"))
             self.count += 1
-            self.seconds += duration
-            self.by_function[name] = self.by_function.get(name, 0.0) + duration
+            self.seconds += duration_secs
+            self.by_function[name] = self.by_function.get(name, 0.0) + duration_secs
 
     def __enter__(self):
         jax.monitoring.register_event_duration_secs_listener(self._listener)

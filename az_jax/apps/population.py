@@ -78,10 +78,10 @@ def _loop_rule(fn):
     """A custom_vmap rule that runs `fn` once per member (an unrolled loop) and stacks the results."""
 
     def rule(axis_size, in_batched, *args):
-        args = [
+        args = tuple(
             jax.tree.map(lambda x, b: x if b else jnp.broadcast_to(x, (axis_size, *jnp.shape(x))), a, ab)
             for a, ab in zip(args, in_batched)
-        ]
+        )
         outs = [fn(*jax.tree.map(lambda x, i=i: x[i], args)) for i in range(axis_size)]
         out = jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
         return out, jax.tree.map(lambda _: True, out)
