@@ -11,18 +11,18 @@ CPU devices (az_jax/apps/cli/).
 
 import importlib
 
-from az_jax import platforms as _platforms
+from az_jax.runtime import platforms as _platforms
 
 _platforms.quiet_start()  # no probe for a TPU or GPU this machine does not have (before anything starts JAX)
 
 _EXPORTS = {
-    "Agent": "az_jax.agent",
-    "load_agent": "az_jax.agent",
-    "Config": "az_jax.config",
-    "ConfigError": "az_jax.config",
-    "override": "az_jax.config",
-    "preset": "az_jax.config",
-    "train_and_evaluate": "az_jax.loop",
+    "Agent": "az_jax.runtime.agent",
+    "load_agent": "az_jax.runtime.agent",
+    "Config": "az_jax.core.config",
+    "ConfigError": "az_jax.core.config",
+    "override": "az_jax.core.config",
+    "preset": "az_jax.core.presets",
+    "train_and_evaluate": "az_jax.evaluation.in_training",
 }
 __all__ = list(_EXPORTS)
 

@@ -3,7 +3,8 @@
 Every variant trains from the `small_agz` preset of the game (the `small` preset with AlphaGo Zero's switches and
 their small-scale settings) with the switches set per variant, and the same seed, number of iterations, games, plies and
 gradient steps per iteration (so the same positions generated and the same minibatches trained); only the switches
-differ (az_jax/config.py VARIANT_SWITCHES). Gating matches are extra compute on top; they show on the wall-clock axis.
+differ (az_jax/core/config.py VARIANT_SWITCHES). Gating matches are extra compute on top; they show on the wall-clock
+axis.
 
 Rating: the checkpoints of every run, uniform random and a rollout-MCTS baseline play each other in one pool
 (az_jax/evaluation/match.py `play_jax_match`, random openings played from both sides), and one Bradley–Terry fit
@@ -27,8 +28,8 @@ import time
 
 import jax
 
-from az_jax.files import write_csv
-from az_jax.metrics import read_metrics
+from az_jax.runtime.files import write_csv
+from az_jax.runtime.metrics import read_metrics
 
 ABLATION_SWITCHES = {
     "alphazero": ["variant=alphazero"],
@@ -44,17 +45,18 @@ def variant_config(game: str, variant: str, iterations: int, overrides: list[str
     """The `small_agz` preset (= `small` with the AlphaGo Zero variant and small gating/resignation settings), with
     the variant's switches: every run shares every other value, including the switches' own parameters."""
     # after the device set-up in main(): importing pgx starts JAX's backend
-    from az_jax import config as config_lib
+    from az_jax.core import config as config_lib
+    from az_jax.core import presets as presets_lib
 
     # In-training evaluation off (rating is done afterwards, for every run alike); every checkpoint kept.
     common = [f"num_iterations={iterations}", "eval_every=0", "keep_checkpoints=0", *overrides]
-    return config_lib.override(config_lib.preset(game, "small_agz"), ABLATION_SWITCHES[variant] + common)
+    return config_lib.override(presets_lib.preset(game, "small_agz"), ABLATION_SWITCHES[variant] + common)
 
 
 def train_all(runs_dir: str, game: str, variants: list[str], iterations: int, overrides: list[str], log) -> dict:
     """Trains (or resumes) every variant's run; returns {variant: run_dir}."""
     # after the device set-up in main(): importing pgx starts JAX's backend
-    from az_jax.loop import train_and_evaluate
+    from az_jax.evaluation.in_training import train_and_evaluate
 
     runs = {}
     for variant in variants:
@@ -91,10 +93,10 @@ def pairings(variants: list[str], steps: list[int], mcts: str) -> list[tuple[str
 def rate(out_dir: str, game: str, runs: dict, games: int, simulations: int, mcts_spec: str, seed: int, log):
     """Plays the missing pairings (kept in OUT_DIR/matches.jsonl) and fits the ratings; returns (fit, rows)."""
     # after the device set-up in main(): importing pgx starts JAX's backend
-    from az_jax.agent import load_agent
     from az_jax.evaluation import elo
     from az_jax.evaluation import players as players_lib
     from az_jax.evaluation.ladder import checkpoint_steps, play_pairings
+    from az_jax.runtime.agent import load_agent
 
     variants = list(runs)
     steps = checkpoint_steps(runs[variants[0]])

@@ -15,8 +15,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # They import only jax: no backend starts before host_devices.setup in main().
-from az_jax import host_devices  # noqa: E402
-from az_jax.devices import make_mesh  # noqa: E402
+from az_jax.core.devices import make_mesh  # noqa: E402
+from az_jax.runtime import host_devices  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -28,8 +28,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     host_devices.setup(args.devices)
     # after the device set-up in main(): importing pgx starts JAX's backend
-    from az_jax.config import override, preset
-    from az_jax.trainer import Trainer
+    from az_jax.core.config import override
+    from az_jax.core.presets import preset
+    from az_jax.runtime.trainer import Trainer
 
     config = override(preset(args.game, args.preset), args.set)
     trainer = Trainer(config, make_mesh())

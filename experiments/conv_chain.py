@@ -10,7 +10,7 @@ Run it next to `az-jax bench` to see whether the network runs at the speed the c
 import argparse
 import time
 
-from az_jax.devices import DEVICE_AXIS, make_mesh, sharded  # imports no pgx: no backend before main()'s set-up
+from az_jax.core.devices import DEVICE_AXIS, make_mesh, sharded  # imports no pgx: no backend before main()'s set-up
 
 
 def main(argv=None) -> int:

@@ -1,5 +1,5 @@
 """Gradient steps of the az_jax network in a `lax.scan`, rolled and unrolled, with JAX's own convolution gradient and
-with az_jax/conv.py's, on one CPU device (experiments/PERFORMANCE.md §1, §3, §4).
+with az_jax/core/conv.py's, on one CPU device (experiments/PERFORMANCE.md §1, §3, §4).
 
     python experiments/conv_gradient.py [--blocks 3] [--channels 32] [--batch 256] [--steps 8]
 
@@ -15,8 +15,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # They import no pgx: no backend starts before main()'s device set-up.
-from az_jax import conv as conv_lib  # noqa: E402
-from az_jax.networks import AlphaZeroNet  # noqa: E402
+from az_jax.core import conv as conv_lib  # noqa: E402
+from az_jax.core.networks import AlphaZeroNet  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -34,7 +34,10 @@ def main(argv=None) -> int:
 
     obs = jax.random.bernoulli(jax.random.key(1), 0.3, (args.batch, 6, 7, 2))  # connect_four observations
     results = {}
-    for name, conv in [("jax gradient", lax.conv_general_dilated), ("az_jax/conv.py", conv_lib.conv_general_dilated)]:
+    for name, conv in [
+        ("jax gradient", lax.conv_general_dilated),
+        ("az_jax/core/conv.py", conv_lib.conv_general_dilated),
+    ]:
         net = AlphaZeroNet(
             num_actions=7, num_blocks=args.blocks, channels=args.channels, value_hidden=args.channels, conv=conv
         )
@@ -73,7 +76,7 @@ def main(argv=None) -> int:
     diff = max(
         float(jnp.max(jnp.abs(a - b)))
         for a, b in zip(
-            jax.tree.leaves(results["jax gradient", args.steps]), jax.tree.leaves(results["az_jax/conv.py", 1])
+            jax.tree.leaves(results["jax gradient", args.steps]), jax.tree.leaves(results["az_jax/core/conv.py", 1])
         )
     )
     print(f"largest parameter difference, JAX's gradient unrolled vs az_jax's rolled: {diff:.3g}")

@@ -25,7 +25,7 @@ import jax
 from az_jax.evaluation import elo
 from az_jax.evaluation import match as match_lib
 from az_jax.evaluation.players import make_player
-from az_jax.files import append_jsonl, read_jsonl
+from az_jax.runtime.files import append_jsonl, read_jsonl
 from envs import get_game
 
 

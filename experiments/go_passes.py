@@ -10,8 +10,8 @@ import sys
 import jax
 import numpy as np
 
-from az_jax import arena
-from az_jax.agent import load_agent
+from az_jax.core import arena
+from az_jax.runtime.agent import load_agent
 
 PASS = 81  # pgx go_9x9: actions 0-80 are points, 81 is pass
 

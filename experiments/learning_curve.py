@@ -11,7 +11,7 @@ search in drawn positions) and the losses.
 import argparse
 import re
 
-from az_jax.metrics import read_metrics
+from az_jax.runtime.metrics import read_metrics
 
 _SCORE = re.compile(r"^eval/vs_(.+)_score$")
 

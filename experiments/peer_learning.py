@@ -26,7 +26,7 @@ Then the final network (with --score-all every saved one) is scored on the conne
 (experiments/solver_benchmark.py: the share of moves that keep the game-theoretic value on 1,000 solved positions):
   * raw: argmax of its policy logits, illegal moves masked;
   * searchS: greedy S-simulation search with its network: the search az_jax's connect_four small preset plays with
-    (az_jax/search.py `greedy_search` with `SearchConfig.for_play` of that preset: today mctx.gumbel_muzero_policy
+    (az_jax/core/search.py `greedy_search` with `SearchConfig.for_play` of that preset: today mctx.gumbel_muzero_policy
     without Gumbel noise, its recommended move), its `recurrent_fn` stepping pgx and evaluating the example's network
     in inference mode (batch norm on its running averages).
 One line per result in solver_benchmark's format, and OUT/scores.json (also --json FILE) with everything.
@@ -41,8 +41,8 @@ training batches of 4,096, are sized for GPUs: 262,144 searched positions per it
     target. 64 >= 42, the longest connect-four game, so every game started at ply 0 ends within the iteration (the
     example's own 256 plies scaled down 4x, its 1,024 games 8x). One iteration is 128 x 64 = 8,192 positions, trained
     on once: 32 minibatches of 256.
-  * --threads auto: the rule az_jax's CLI applies (az_jax/host_devices.py: one Eigen thread per device when there
-    are at least as many devices as cores), so both libraries run on the same XLA settings; `default` leaves XLA's
+  * --threads auto: the rule az_jax's CLI applies (az_jax/runtime/host_devices.py: one Eigen thread per device when
+  there are at least as many devices as cores), so both libraries run on the same XLA settings; `default` leaves XLA's
     (how the example runs when given host devices), `one-per-device` always adds the flag.
 """
 
@@ -146,7 +146,7 @@ def set_host_devices(count: int, threads: str) -> str:
     if threads == "one-per-device":
         flags += " --xla_cpu_multi_thread_eigen=false"
     elif threads == "auto":
-        from az_jax import host_devices  # imports jax, which starts no backend until the first array
+        from az_jax.runtime import host_devices  # imports jax, which starts no backend until the first array
 
         flags = host_devices.xla_flags(flags, count, host_devices.available_cores())
     os.environ["XLA_FLAGS"] = flags
@@ -259,12 +259,12 @@ def players(ex, model, simulations: int):
     """(raw, search) `(states, key) -> actions` players of the example's network `model` = (params, state)."""
     import jax.numpy as jnp
 
-    from az_jax import config as config_lib
-    from az_jax import search as search_lib
+    from az_jax.core import presets as presets_lib
+    from az_jax.core import search as search_lib
 
     variables = {"params": model[0], "state": model[1]}
     apply_fn = lambda v, obs: ex.forward.apply(v["params"], v["state"], obs, is_eval=True)[0]  # (logits, value)
-    search = search_lib.SearchConfig.for_play(config_lib.preset("connect_four", "small"), simulations)
+    search = search_lib.SearchConfig.for_play(presets_lib.preset("connect_four", "small"), simulations)
     raw = lambda states, key: jnp.argmax(
         search_lib.mask_logits(apply_fn(variables, states.observation)[0], states.legal_action_mask), axis=-1
     )

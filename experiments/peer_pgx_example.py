@@ -18,8 +18,8 @@ per batch, 16 plies per iteration, training batch 128), and times, per iteration
     two iterations)").
 
 Steady figures are medians over iterations 3 … N. `--threads one-per-device` adds the flag az_jax's CLI uses with one
-host device per core (az_jax/host_devices.py); `default` leaves XLA's default (one Eigen pool as wide as the machine
-per device), which is how the example runs when given host devices.
+host device per core (az_jax/runtime/host_devices.py); `default` leaves XLA's default (one Eigen pool as wide as the
+machine per device), which is how the example runs when given host devices.
 """
 
 import argparse
@@ -221,14 +221,15 @@ class AzJaxSide:
 
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         # Only with --az-jax, and after main() set XLA_FLAGS (host devices): importing pgx starts JAX's backend.
-        from az_jax import config as config_lib
         from az_jax.apps.bench import learn_program, selfplay_program
-        from az_jax.devices import make_mesh
-        from az_jax.trainer import Trainer
+        from az_jax.core import config as config_lib
+        from az_jax.core import presets as presets_lib
+        from az_jax.core.devices import make_mesh
+        from az_jax.runtime.trainer import Trainer
 
         self.jax = jax
         self.config = config_lib.override(
-            config_lib.preset(args.game, "small"),
+            presets_lib.preset(args.game, "small"),
             [
                 "num_blocks=6",
                 "num_channels=128",

@@ -26,8 +26,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # They import only jax: no backend starts before host_devices.setup in main().
-from az_jax import host_devices  # noqa: E402
-from az_jax.devices import make_mesh  # noqa: E402
+from az_jax.core.devices import make_mesh  # noqa: E402
+from az_jax.runtime import host_devices  # noqa: E402
 
 
 def timed(fn, *args):
@@ -73,8 +73,8 @@ def run_sequential(config, num_members: int, iterations: int, log):
     import jax.numpy as jnp
 
     # after the device set-up in main(): importing pgx starts JAX's backend
-    from az_jax.iteration import init_state
-    from az_jax.trainer import Trainer
+    from az_jax.core.iteration import init_state
+    from az_jax.runtime.trainer import Trainer
 
     trainer = Trainer(config, make_mesh())
     init = jax.jit(lambda seed: init_state(trainer.setup, seed), out_shardings=trainer.shardings)  # seed as data
@@ -130,11 +130,12 @@ def main(argv=None) -> int:
     import numpy as np
 
     # after the device set-up in main(): importing pgx starts JAX's backend
-    from az_jax import config as config_lib
+    from az_jax.core import config as config_lib
+    from az_jax.core import presets as presets_lib
 
     log = lambda message: print(f"population_benchmark: {message}", file=sys.stderr, flush=True)
     config = config_lib.override(
-        config_lib.preset(args.game, args.preset), [*args.set, f"num_iterations={1 + args.iterations}"]
+        presets_lib.preset(args.game, args.preset), [*args.set, f"num_iterations={1 + args.iterations}"]
     )
     positions = config.positions_per_iteration
     load_before = os.getloadavg()

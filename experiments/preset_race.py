@@ -24,7 +24,7 @@ sys.path.insert(0, HERE)
 
 from strength_ablation import ROOT, pending_jobs, start_training, trained  # noqa: E402
 
-from az_jax.files import append_jsonl  # noqa: E402
+from az_jax.runtime.files import append_jsonl  # noqa: E402
 
 
 def _variant(text: str) -> tuple[str, list[str]]:
@@ -91,7 +91,8 @@ def main(argv=None) -> int:
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--devices", type=int, default=0)
     args = parser.parse_args(argv)
-    from az_jax.config import ConfigError, override, preset
+    from az_jax.core.config import ConfigError, override
+    from az_jax.core.presets import preset
 
     try:
         for _, keys in args.variant:

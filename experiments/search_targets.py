@@ -22,9 +22,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from az_jax import search as search_lib
-from az_jax.agent import load_agent
-from az_jax.checkpoint import CheckpointError
+from az_jax.core import search as search_lib
+from az_jax.runtime.agent import load_agent
+from az_jax.runtime.checkpoint import CheckpointError
 
 
 def random_positions(env, key: jax.Array, count: int, max_plies: int):

@@ -10,7 +10,7 @@ loop and one env-step loop, and nothing of training. Figures:
   * ply seconds = one self-play call (`selfplay_steps` plies of `selfplay_batch_size` games) / plies, median of
     --repeats calls after one warm-up call;
   * MFU = positions/s × (simulations + 1) × FLOPs per evaluation / peak, FLOPs per evaluation counted from the
-    network (az_jax/flops.py); the peak is the best bf16 8192² matmul (bench.measure_peak_flops);
+    network (az_jax/core/flops.py); the peak is the best bf16 8192² matmul (bench.measure_peak_flops);
   * network share = (simulations + 1) × one forward on [B] / ply; env share = simulations × one vmapped pgx step / ply;
     the rest is mctx's tree work plus the move's own step, replay write and resets.
 """
@@ -37,12 +37,13 @@ def main(argv=None) -> int:
 
     import jax
 
-    from az_jax import config as config_lib
     from az_jax.apps import bench
-    from az_jax.devices import make_mesh
-    from az_jax.trainer import Trainer
+    from az_jax.core import config as config_lib
+    from az_jax.core import presets as presets_lib
+    from az_jax.core.devices import make_mesh
+    from az_jax.runtime.trainer import Trainer
 
-    config = config_lib.override(config_lib.preset(args.game, args.preset), args.set)
+    config = config_lib.override(presets_lib.preset(args.game, args.preset), args.set)
     mesh = make_mesh()
     config.validate(mesh.size)
     log = lambda message: print(f"selfplay_mfu: {message}", file=sys.stderr, flush=True)

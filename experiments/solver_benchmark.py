@@ -19,11 +19,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from az_jax.agent import load_agent
-from az_jax.checkpoint import CheckpointError
 from az_jax.evaluation import connect_four_solver as solver_lib
 from az_jax.evaluation.evaluate import evaluate
 from az_jax.evaluation.positions import states_from_moves
+from az_jax.runtime.agent import load_agent
+from az_jax.runtime.checkpoint import CheckpointError
 
 DEFAULT_POSITIONS = solver_lib.DEFAULT_POSITIONS
 

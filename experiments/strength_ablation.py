@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from az_jax.files import append_jsonl, read_jsonl
+from az_jax.runtime.files import append_jsonl, read_jsonl
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -130,8 +130,8 @@ def score(run_dir: str, steps: list[int], simulations: int) -> dict:
     # Imported here: JAX starts only after the training subprocesses are done with the cores.
     from solver_benchmark import DEFAULT_POSITIONS, benchmark_agent
 
-    from az_jax.agent import load_agent
     from az_jax.evaluation import connect_four_solver as solver_lib
+    from az_jax.runtime.agent import load_agent
 
     positions = solver_lib.load(DEFAULT_POSITIONS)
     last = load_agent(run_dir)

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from az_jax.evaluation import ladder
-from az_jax.files import replaced_whole
+from az_jax.runtime.files import replaced_whole
 
 
 def steps_at(run_dir: str, minutes: list[float]) -> list[int]:

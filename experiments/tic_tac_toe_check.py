@@ -11,8 +11,8 @@ import sys
 import jax
 import jax.numpy as jnp
 
-from az_jax.agent import load_agent
 from az_jax.evaluation import tic_tac_toe_oracle as oracle
+from az_jax.runtime.agent import load_agent
 
 
 def check_run(run_dir: str, simulations: int, step: int | None = None) -> dict:

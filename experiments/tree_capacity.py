@@ -14,8 +14,8 @@ import time
 
 import jax
 
-from az_jax.agent import load_agent
 from az_jax.frontends.tree_search import TreeSearch, default_capacity, node_bytes
+from az_jax.runtime.agent import load_agent
 
 
 def main(argv=None) -> int:

@@ -22,9 +22,9 @@ import time
 import jax
 import numpy as np
 
-from az_jax.agent import load_agent
 from az_jax.evaluation.elo import elo_difference
 from az_jax.frontends.tree_search import TreeSearch, think
+from az_jax.runtime.agent import load_agent
 from envs import get_game
 
 

@@ -51,7 +51,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from az_jax import networks, replay  # noqa: E402
+from az_jax.core import networks, replay  # noqa: E402
 
 
 def tiny_network(num_actions: int, axis_name: str | None = None) -> networks.AlphaZeroNet:

@@ -1,8 +1,8 @@
 """AlphaGo Zero mode: the variant and its switches, gating, calibrated resignation, the presets, and a tiny run.
 
-Resignation numbers use az_jax/resign.py's grid of thresholds −1.00, −0.95, …, −0.05 (index k is −1 + 0.05·k) and its
-false-positive rate = (played-out games where the rule fired for a player who did not lose) / (played-out games where
-it fired).
+Resignation numbers use az_jax/core/resign.py's grid of thresholds −1.00, −0.95, …, −0.05 (index k is −1 + 0.05·k) and
+its false-positive rate = (played-out games where the rule fired for a player who did not lose) / (played-out games
+where it fired).
 """
 
 import json
@@ -15,14 +15,15 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 import envs
-from az_jax import arena, gating, replay, resign, search, selfplay
-from az_jax import checkpoint as ckpt
-from az_jax.config import ConfigError, from_json, override, preset
-from az_jax.devices import DEVICE_AXIS, device_key, make_mesh, sharded
+from az_jax.core import arena, gating, replay, resign, search, selfplay
+from az_jax.core.config import ConfigError, from_json, override
+from az_jax.core.devices import DEVICE_AXIS, device_key, make_mesh, sharded
+from az_jax.core.presets import preset
+from az_jax.evaluation.in_training import train_and_evaluate
 from az_jax.evaluation.tic_tac_toe_oracle import perfect_player
-from az_jax.loop import train_and_evaluate
-from az_jax.metrics import read_metrics
-from az_jax.trainer import Trainer
+from az_jax.runtime import checkpoint as ckpt
+from az_jax.runtime.metrics import read_metrics
+from az_jax.runtime.trainer import Trainer
 
 from conftest import TINY_NETWORK, uninformative_model
 

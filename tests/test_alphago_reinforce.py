@@ -18,10 +18,10 @@ import pgx
 import pytest
 from pgx._src.games import go as pgx_go
 
-from az_jax import devices
 from az_jax.alphago import features as features_lib
 from az_jax.alphago import reinforce, supervised
 from az_jax.alphago.position import from_pgx
+from az_jax.core import devices
 
 SL_CONFIG = supervised.SLConfig(size=9, filters=4, layers=2, planes=4)
 NETWORK = supervised.network(SL_CONFIG)

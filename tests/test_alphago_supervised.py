@@ -5,11 +5,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from az_jax import devices
 from az_jax.alphago import supervised
 from az_jax.alphago.dataset import Positions
 from az_jax.alphago.networks import PolicyNetwork, ValueNetwork
 from az_jax.alphago.position import Position
+from az_jax.core import devices
 
 
 def _count(params) -> int:

@@ -17,11 +17,11 @@ import pgx
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from az_jax import devices
 from az_jax.alphago import supervised, value_data, value_training
 from az_jax.alphago.dataset import Positions
 from az_jax.alphago.networks import PolicyNetwork
 from az_jax.alphago.position import Position, from_pgx
+from az_jax.core import devices
 
 N = 9
 GAMES = 64  # every generate call plays 64 games (32 per test device): one compiled program for the whole file

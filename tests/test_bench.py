@@ -32,7 +32,7 @@ TINY = {
 # Hand count of the network's multiply-adds per evaluation on connect_four (observation 6×7×2, 7 actions), for
 # TINY's network: stem conv 3×3 2→32, one residual block (two 3×3 convs 32→32), policy head conv 1×1 32→2 then dense
 # 84→7, value head conv 1×1 32→1 then dense 42→8 and 8→1. Every kernel tap counts, also on the 'SAME' padding:
-# 42 cells · 9 taps = 378 (output cell, tap) pairs per 3×3 conv (az_jax/flops.py).
+# 42 cells · 9 taps = 378 (output cell, tap) pairs per 3×3 conv (az_jax/core/flops.py).
 #   stem       378 · 2 · 32        =  24,192
 #   block      2 · 378 · 32 · 32   = 774,144
 #   policy     42 · 32 · 2 + 84 · 7 =   3,276

@@ -18,13 +18,15 @@ import jax
 import numpy as np
 import pytest
 
-from az_jax import checkpoint as ckpt
-from az_jax.agent import load_agent
-from az_jax.config import override, preset
-from az_jax.devices import make_mesh
-from az_jax.gating import BestPlayer
-from az_jax.loop import prepare_run_dir, restore_or_init, train_and_evaluate
-from az_jax.trainer import Trainer
+from az_jax.core.config import override
+from az_jax.core.devices import make_mesh
+from az_jax.core.gating import BestPlayer
+from az_jax.core.presets import preset
+from az_jax.evaluation.in_training import train_and_evaluate
+from az_jax.runtime import checkpoint as ckpt
+from az_jax.runtime.agent import load_agent
+from az_jax.runtime.loop import prepare_run_dir, restore_or_init
+from az_jax.runtime.trainer import Trainer
 
 from conftest import TINY_NETWORK, fast_compiles_here
 

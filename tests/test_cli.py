@@ -10,11 +10,10 @@ import sys
 
 import pytest
 
-from az_jax import config as config_lib
-from az_jax import loop
 from az_jax.apps import bench, cli, terminal
 from az_jax.apps.sweep import command
-from az_jax.evaluation import ladder, match
+from az_jax.core import presets as presets_lib
+from az_jax.evaluation import in_training, ladder, match
 from envs import records
 
 from conftest import FAST_COMPILES, fast_compiles_here
@@ -144,7 +143,8 @@ def test_mismatched_and_corrupt_checkpoints(tmp_path, tiny_trained_run):
     assert _snapshot(run) == before
 
     # Corrupt the latest checkpoint's files: it is moved aside as it is (never deleted) with a warning naming it, and
-    # the run resumes from checkpoint 1 and writes checkpoint 2 again (az_jax/loop.py, az_jax/checkpoint.py).
+    # the run resumes from checkpoint 1 and writes checkpoint 2 again (az_jax/runtime/loop.py,
+    # az_jax/runtime/checkpoint.py).
     newest = str(run / "checkpoints" / "2")
     for dirpath, _, files in os.walk(newest):
         for name in files:
@@ -193,7 +193,7 @@ def no_work(monkeypatch):
     would train, benchmark, play a match, compile a game or launch a sweep raises AssertionError instead."""
     monkeypatch.setattr(cli, "setup_process", lambda args: None)
     for module, name in [
-        (loop, "train_and_evaluate"),
+        (in_training, "train_and_evaluate"),
         (bench, "run_benchmark"),
         (terminal, "play_session"),
         (match, "play"),
@@ -208,7 +208,7 @@ def no_work(monkeypatch):
 def fake_run_dir(path) -> str:
     """A run dir as `train` leaves it (config.json of tic_tac_toe's small preset, metrics), without checkpoints."""
     os.makedirs(path / "eval")
-    (path / "config.json").write_text(config_lib.preset("tic_tac_toe").to_json())
+    (path / "config.json").write_text(presets_lib.preset("tic_tac_toe").to_json())
     (path / "metrics.jsonl").write_text('{"iteration": 1, "train/loss": 2.5}\n')
     (path / "eval" / "results.jsonl").write_text('{"player_a": "a", "player_b": "b", "score": 0.5}\n')
     return str(path)

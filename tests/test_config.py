@@ -6,7 +6,8 @@ import dataclasses
 import pytest
 
 import envs
-from az_jax.config import Config, ConfigError, from_json, override, preset
+from az_jax.core.config import Config, ConfigError, from_json, override
+from az_jax.core.presets import preset
 
 
 def test_unknown_key_is_rejected_naming_it():

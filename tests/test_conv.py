@@ -1,4 +1,4 @@
-"""az_jax/conv.py: the forward pass and both gradients equal JAX's own convolution's, and in a rolled loop of
+"""az_jax/core/conv.py: the forward pass and both gradients equal JAX's own convolution's, and in a rolled loop of
 gradient steps every convolution XLA:CPU compiles is in the canonical NHWC/HWIO form it runs on Eigen.
 
 Inputs are drawn with NumPy and network parameters are only shapes (`jax.eval_shape`): on CPU each `jax.random` shape
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from jax import lax
 
-from az_jax import conv as conv_lib
-from az_jax.networks import AlphaZeroNet
+from az_jax.core import conv as conv_lib
+from az_jax.core.networks import AlphaZeroNet
 
 NHWC = ("NHWC", "HWIO", "NHWC")
 

@@ -9,11 +9,12 @@ import sys
 
 import chex
 
-from az_jax import checkpoint as ckpt
-from az_jax.config import override, preset
-from az_jax.devices import make_mesh
-from az_jax.metrics import read_metrics
-from az_jax.trainer import Trainer
+from az_jax.core.config import override
+from az_jax.core.devices import make_mesh
+from az_jax.core.presets import preset
+from az_jax.runtime import checkpoint as ckpt
+from az_jax.runtime.metrics import read_metrics
+from az_jax.runtime.trainer import Trainer
 
 from test_kill import ITERATIONS, SETTINGS, _command, _env, _final_state
 

@@ -10,13 +10,15 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from az_jax import checkpoint as ckpt
-from az_jax import learner
-from az_jax.config import FIELDS, ConfigError, override, preset
-from az_jax.devices import make_mesh
-from az_jax.loop import DivergenceError, divergence_message, train_and_evaluate
-from az_jax.metrics import read_metrics
-from az_jax.trainer import Trainer
+from az_jax.core import learner
+from az_jax.core.config import FIELDS, ConfigError, override
+from az_jax.core.devices import make_mesh
+from az_jax.core.presets import preset
+from az_jax.evaluation.in_training import train_and_evaluate
+from az_jax.runtime import checkpoint as ckpt
+from az_jax.runtime.loop import DivergenceError, divergence_message
+from az_jax.runtime.metrics import read_metrics
+from az_jax.runtime.trainer import Trainer
 
 from conftest import TINY_NETWORK
 

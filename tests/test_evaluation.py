@@ -17,7 +17,7 @@ import pgx
 import pytest
 from test_cli import az_here, error_line, tiny_trained_run  # noqa: F401 (a fixture)
 
-from az_jax import arena
+from az_jax.core import arena
 from az_jax.engines import EngineError
 from az_jax.evaluation import elo, match, players, rollout_mcts
 

@@ -1,11 +1,11 @@
-"""Tests for az_jax.files: JSON Lines round trip, a missing file, and CSV files that are
+"""Tests for az_jax.runtime.files: JSON Lines round trip, a missing file, and CSV files that are
 replaced whole or not at all."""
 
 import os
 
 import pytest
 
-from az_jax.files import append_jsonl, read_jsonl, replaced_whole_bytes, write_csv
+from az_jax.runtime.files import append_jsonl, read_jsonl, replaced_whole_bytes, write_csv
 
 
 def test_jsonl_round_trip(tmp_path):

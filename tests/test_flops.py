@@ -1,13 +1,14 @@
-"""az_jax/flops.py: the network's FLOPs counted by hand on tiny networks, the iteration's from the evaluations."""
+"""az_jax/core/flops.py: the network's FLOPs counted by hand on tiny networks, the iteration's from the evaluations."""
 
 import dataclasses
 
-from az_jax import config as config_lib
-from az_jax import flops
+from az_jax.core import config as config_lib
+from az_jax.core import flops
+from az_jax.core import presets as presets_lib
 
 
 def _tiny(**changes) -> config_lib.Config:
-    base = config_lib.preset("tic_tac_toe", "small")
+    base = presets_lib.preset("tic_tac_toe", "small")
     return dataclasses.replace(base, num_blocks=1, num_channels=4, value_hidden=8, **changes)
 
 
@@ -48,5 +49,5 @@ def test_iteration_flops_from_evaluations_and_gradient_steps():
 def test_paper_go_network_is_about_the_known_size():
     # 19×19, 17 planes, 19 blocks × 256: 39 convolutions 3×3, 38 of them 256 → 256: 38 · 2·361·9·256² = 16.18 GFLOP,
     # the stem 2·361·9·17·256 = 28 MFLOP, the heads ~0.5 MFLOP + 2·722·362 = 0.5 MFLOP: 16.2 GFLOP a position
-    config = config_lib.preset("go_19x19", "paper")
+    config = presets_lib.preset("go_19x19", "paper")
     assert abs(flops.network_forward_flops(config, (19, 19, 17), 362) / 1e9 - 16.21) < 0.01

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import envs
-from az_jax import search
+from az_jax.core import search
 
 from conftest import uninformative_model
 

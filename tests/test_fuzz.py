@@ -15,10 +15,11 @@ import chess
 import pytest
 from test_cli import fake_run_dir, in_process, no_work  # noqa: F401  (no_work: a fixture this file's test uses)
 
-from az_jax import config as config_lib
 from az_jax.apps.cli.args import MAX_COUNT, MAX_DEVICES, MAX_SEED, MAX_SIMULATIONS
-from az_jax.checkpoint import CheckpointError
+from az_jax.core import config as config_lib
+from az_jax.core import presets as presets_lib
 from az_jax.evaluation import players
+from az_jax.runtime.checkpoint import CheckpointError
 from envs import records
 
 SEED = 13
@@ -146,7 +147,7 @@ def bad_specs(rng: random.Random) -> list[str]:
 # --- config.json files -----------------------------------------------------------------------------------------------
 def bad_config_files(rng: random.Random) -> list[bytes | None]:
     """Contents of a run dir's config.json that no run may resume (None: config.json is a directory)."""
-    good = json.loads(config_lib.preset("tic_tac_toe").to_json())
+    good = json.loads(presets_lib.preset("tic_tac_toe").to_json())
     text = json.dumps(good)
     files: list[bytes | None] = [None, b"", b"\xff\xfe{}", text.encode("utf-16"), text.encode()[:-1]]
     files += [text.encode()[: rng.randrange(1, len(text) - 1)] for _ in range(20)]

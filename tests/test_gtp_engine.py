@@ -25,15 +25,16 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from az_jax import checkpoint as ckpt
-from az_jax import networks
-from az_jax.agent import load_agent
 from az_jax.apps.cli import build_parser
 from az_jax.apps.cli.args import UsageError
-from az_jax.config import override, preset
+from az_jax.core import networks
+from az_jax.core.config import override
+from az_jax.core.presets import preset
 from az_jax.engines import gtp
 from az_jax.frontends.gtp_engine import COMMANDS, GoEngine
 from az_jax.frontends.gtp_protocol import format_score, preprocess, serve
+from az_jax.runtime import checkpoint as ckpt
+from az_jax.runtime.agent import load_agent
 from envs.notation import go
 
 from conftest import TINY_NETWORK, tiny_variables

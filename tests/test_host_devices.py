@@ -1,6 +1,6 @@
 """One Eigen thread per host device when there is a device per core; the user's XLA_FLAGS win."""
 
-from az_jax.host_devices import SINGLE_THREAD_FLAG, xla_flags
+from az_jax.runtime.host_devices import SINGLE_THREAD_FLAG, xla_flags
 
 
 def test_one_thread_per_device_only_with_a_device_per_core():

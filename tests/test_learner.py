@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from az_jax import learner, replay
-from az_jax.config import Config
+from az_jax.core import learner, replay
+from az_jax.core.config import Config
 
 from conftest import random_batch, tiny_network, tiny_variables
 

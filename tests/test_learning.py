@@ -8,10 +8,11 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from az_jax.agent import load_agent
-from az_jax.config import override, preset
+from az_jax.core.config import override
+from az_jax.core.presets import preset
 from az_jax.evaluation import tic_tac_toe_oracle as oracle
-from az_jax.loop import train_and_evaluate
+from az_jax.evaluation.in_training import train_and_evaluate
+from az_jax.runtime.agent import load_agent
 
 
 @pytest.mark.parametrize("seed", [0, 1])

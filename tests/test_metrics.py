@@ -1,4 +1,5 @@
-"""Tests for az_jax.metrics: a run resumed at a checkpoint logs each iteration once, in metrics.jsonl and TensorBoard.
+"""Tests for az_jax.runtime.metrics: a run resumed at a checkpoint logs each iteration once, in metrics.jsonl and
+TensorBoard.
 
 TensorBoard's own reader is not installed, so the event files are read here (TFRecord framing) and TensorBoard's rule
 for a restart is applied: a `SessionLog.START` event at step S hides every event of a step >= S read before it."""
@@ -10,7 +11,7 @@ import struct
 
 from tensorboardX.proto.event_pb2 import Event, SessionLog
 
-from az_jax.metrics import MetricsWriter, kept_lines, read_metrics
+from az_jax.runtime.metrics import MetricsWriter, kept_lines, read_metrics
 
 
 def _record(iteration: int, loss: float) -> str:

@@ -10,8 +10,10 @@ import pytest
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from az_jax import learner, networks, replay, targets
-from az_jax.config import ConfigError, override, preset
+from az_jax.core import learner, networks, replay
+from az_jax.core.config import ConfigError, override
+from az_jax.core.presets import preset
+from az_jax.runtime import targets
 
 
 def _net(blocks: int = 2, channels: int = 8) -> networks.AlphaZeroNet:

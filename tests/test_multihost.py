@@ -20,13 +20,14 @@ import jax
 import numpy as np
 import pytest
 
-from az_jax import checkpoint as ckpt
-from az_jax import distributed
-from az_jax.config import override, preset
-from az_jax.devices import make_mesh
-from az_jax.loop import train_and_evaluate
-from az_jax.metrics import read_metrics
-from az_jax.trainer import Trainer
+from az_jax.core.config import override
+from az_jax.core.devices import make_mesh
+from az_jax.core.presets import preset
+from az_jax.evaluation.in_training import train_and_evaluate
+from az_jax.runtime import checkpoint as ckpt
+from az_jax.runtime import distributed
+from az_jax.runtime.metrics import read_metrics
+from az_jax.runtime.trainer import Trainer
 
 from conftest import FAST_COMPILES, TINY_NETWORK
 
@@ -236,8 +237,8 @@ def test_incomplete_flags_are_a_one_line_cli_error(tmp_path):
 
 def test_sigterm_to_one_process_stops_both_at_the_same_iteration(tmp_path):
     # A preempted host of a slice: SIGTERM reaches process 1 only. Each iteration the processes gather their flags
-    # (az_jax/preemption.py), so both finish the same iteration, write its checkpoint together and exit 143 with the
-    # same line; no checkpoint was due (checkpoint_every=100).
+    # (az_jax/runtime/preemption.py), so both finish the same iteration, write its checkpoint together and exit 143 with
+    # the same line; no checkpoint was due (checkpoint_every=100).
     run = tmp_path / "run"
     port = _free_port()
     env = {**os.environ, **FAST_COMPILES, "XLA_FLAGS": "", "JAX_PLATFORMS": "cpu"}

@@ -11,11 +11,12 @@ import nbformat
 import papermill
 import pytest
 
-from az_jax import agent as agent_lib
-from az_jax import networks
 from az_jax.apps import notebook
 from az_jax.apps import session as session_lib
-from az_jax.config import override, preset
+from az_jax.core import networks
+from az_jax.core.config import override
+from az_jax.core.presets import preset
+from az_jax.runtime import agent as agent_lib
 from envs import make_env
 
 from conftest import FAST_COMPILES, tiny_variables

@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pgx
 
-from az_jax import arena
+from az_jax.core import arena
 from az_jax.evaluation import tic_tac_toe_oracle as oracle
 from az_jax.evaluation.positions import states_from_moves
 

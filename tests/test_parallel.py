@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from az_jax import devices, learner
-from az_jax.config import Config, override, preset
-from az_jax.trainer import Trainer
+from az_jax.core import devices, learner
+from az_jax.core.config import Config, override
+from az_jax.core.presets import preset
+from az_jax.runtime.trainer import Trainer
 
 from conftest import TINY_NETWORK, random_batch, tiny_network, tiny_variables
 

@@ -13,10 +13,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from az_jax import networks
-from az_jax.agent import Agent
 from az_jax.apps.terminal import play_session
-from az_jax.config import override, preset
+from az_jax.core import networks
+from az_jax.core.config import override
+from az_jax.core.presets import preset
+from az_jax.runtime.agent import Agent
 from envs import GAMES, make_env
 from envs import notation as nt
 

@@ -8,11 +8,12 @@ import jax
 import numpy as np
 import pytest
 
-from az_jax import agent as agent_lib
 from az_jax.apps.population import Member, PopulationTrainer, member_config, train_population
-from az_jax.config import ConfigError, override, preset
-from az_jax.devices import make_mesh
-from az_jax.trainer import Trainer
+from az_jax.core.config import ConfigError, override
+from az_jax.core.devices import make_mesh
+from az_jax.core.presets import preset
+from az_jax.runtime import agent as agent_lib
+from az_jax.runtime.trainer import Trainer
 
 from conftest import TINY_NETWORK, fast_compiles_here
 

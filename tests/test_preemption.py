@@ -9,8 +9,8 @@ import time
 
 import chex
 
-from az_jax import checkpoint as ckpt
-from az_jax.metrics import read_metrics
+from az_jax.runtime import checkpoint as ckpt
+from az_jax.runtime.metrics import read_metrics
 
 from conftest import FAST_COMPILES
 from test_kill import ITERATIONS, SETTINGS, _command, _final_state, _logged

@@ -1,7 +1,7 @@
-"""`az-jax preflight` (az_jax/preflight.py, az_jax/targets.py): the run's programs compile on this CPU machine for a
-TPU slice (libtpu) and an NVIDIA GPU (the CUDA plugin and our own target config), what runs there is what was meant
-(JAX's convolution, bf16 where asked, the donated state aliased, no host round trips), the per-device plan adds up by
-hand, and a config that does not fit is one line with exit status 2."""
+"""`az-jax preflight` (az_jax/runtime/preflight.py, az_jax/runtime/targets.py): the run's programs compile on this CPU
+machine for a TPU slice (libtpu) and an NVIDIA GPU (the CUDA plugin and our own target config), what runs there is what
+was meant (JAX's convolution, bf16 where asked, the donated state aliased, no host round trips), the per-device plan
+adds up by hand, and a config that does not fit is one line with exit status 2."""
 
 import dataclasses
 import re
@@ -12,12 +12,14 @@ import jax
 import pytest
 from jax import lax
 
-from az_jax import preflight, targets
 from az_jax.alphago import preflight as alphago_preflight
 from az_jax.alphago.presets import PRESETS
-from az_jax.config import ConfigError, override, preset
+from az_jax.core.config import ConfigError, override
+from az_jax.core.presets import preset
+from az_jax.evaluation import in_training
 from az_jax.frontends import tree_search
-from az_jax.trainer import Trainer
+from az_jax.runtime import preflight, targets
+from az_jax.runtime.trainer import Trainer
 
 TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=4", "selfplay_batch_size=8"]
 TINY += ["batch_size=16", "selfplay_steps=3", "replay_capacity=64", "min_replay_size=8", "eval_games=8"]
@@ -37,7 +39,7 @@ def tpu_iteration():
 def test_tpu_executable_runs_what_was_meant(tpu_iteration):
     trainer, compiled = tpu_iteration
     assert [d.platform for d in trainer.mesh.devices.flat] == ["tpu"] * 4
-    # the network takes JAX's convolution on a TPU, not az_jax/conv.py's XLA:CPU gradient
+    # the network takes JAX's convolution on a TPU, not az_jax/core/conv.py's XLA:CPU gradient
     assert trainer.setup.network.conv is lax.conv_general_dilated
     text = compiled.as_text()
     convolutions = [line for line in text.splitlines() if re.search(r"= \S+ convolution\(", line)]
@@ -70,7 +72,8 @@ def test_plan_adds_up_by_hand_for_the_replay_buffer():
 
 
 def test_gpu_plan_of_a_small_run_fits_one_h100():
-    result = preflight.plan(_config(), targets.get_target("h100"), programs=("iteration", "evaluation"))
+    programs = ("iteration", "evaluation")
+    result = preflight.plan(_config(), targets.get_target("h100"), programs, evaluation=in_training.evaluation)
     assert [p["name"] for p in result["programs"]] == ["iteration", "evaluation vs random"]  # tic_tac_toe: random
     iteration = result["programs"][0]
     assert iteration["alias_bytes"] == iteration["argument_bytes"] == result["state_bytes"]["total"]

@@ -8,8 +8,10 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from az_jax import learner, networks, replay, targets
-from az_jax.config import override, preset
+from az_jax.core import learner, networks, replay
+from az_jax.core.config import override
+from az_jax.core.presets import preset
+from az_jax.runtime import targets
 
 
 def _net(remat: bool, blocks: int = 2, channels: int = 8, pooling: int = 0) -> networks.AlphaZeroNet:
@@ -62,9 +64,9 @@ def test_remat_keeps_names_and_takes_the_same_step():
 
 
 def test_remat_cuts_the_gradient_steps_temporaries_on_a_gpu():
-    # 8 blocks of 32 channels on 256 positions, compiled for one H100 (compile-only, az_jax/targets.py): without remat
-    # every block keeps its convolutions' and batch norms' outputs for the backward pass ([256, 6, 7, 32] float32 =
-    # 1.4 MB each, several per block), with it only each block's input. (XLA:CPU's and the TPU compiler's own
+    # 8 blocks of 32 channels on 256 positions, compiled for one H100 (compile-only, az_jax/runtime/targets.py): without
+    # remat every block keeps its convolutions' and batch norms' outputs for the backward pass ([256, 6, 7, 32] float32
+    # = 1.4 MB each, several per block), with it only each block's input. (XLA:CPU's and the TPU compiler's own
     # scheduling already keep few activations on this small network: the GPU shows the difference.)
     batch = _batch(256)
     replicated = NamedSharding(Mesh(np.asarray(targets.get_target("h100").topology_devices()), ("d",)), P())

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from az_jax import replay
+from az_jax.core import replay
 
 NUM_ACTIONS = 2
 

@@ -3,9 +3,10 @@
 import chex
 import jax
 
-from az_jax import checkpoint as ckpt
-from az_jax.config import override, preset
-from az_jax.loop import train_and_evaluate
+from az_jax.core.config import override
+from az_jax.core.presets import preset
+from az_jax.evaluation.in_training import train_and_evaluate
+from az_jax.runtime import checkpoint as ckpt
 
 from conftest import TINY_NETWORK
 

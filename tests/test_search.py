@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 import envs
-from az_jax import search
-from az_jax.config import override, preset
+from az_jax.core import search
+from az_jax.core.config import override
+from az_jax.core.presets import preset
 
 from conftest import uninformative_model
 

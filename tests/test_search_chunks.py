@@ -10,11 +10,12 @@ import pytest
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from az_jax import iteration as iteration_lib
-from az_jax import selfplay as selfplay_lib
-from az_jax import targets
-from az_jax.config import ConfigError, override, preset
-from az_jax.trainer import Trainer
+from az_jax.core import iteration as iteration_lib
+from az_jax.core import selfplay as selfplay_lib
+from az_jax.core.config import ConfigError, override
+from az_jax.core.presets import preset
+from az_jax.runtime import targets
+from az_jax.runtime.trainer import Trainer
 
 TINY = ["num_blocks=1", "num_channels=8", "value_hidden=8", "num_simulations=8", "selfplay_batch_size=8"]
 

@@ -9,12 +9,13 @@ import numpy as np
 import pgx
 import pytest
 
-from az_jax.config import override, preset
-from az_jax.devices import make_mesh
+from az_jax.core.config import override
+from az_jax.core.devices import make_mesh
+from az_jax.core.presets import preset
 from az_jax.evaluation import connect_four_solver as solver_lib
+from az_jax.evaluation.in_training import solver_probe
 from az_jax.evaluation.positions import states_from_moves
-from az_jax.loop import solver_probe
-from az_jax.trainer import Trainer
+from az_jax.runtime.trainer import Trainer
 
 from conftest import TINY_NETWORK, tiny_variables
 

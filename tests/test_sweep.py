@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from az_jax.apps import sweep as sweep_lib
-from az_jax.config import ConfigError
+from az_jax.core.config import ConfigError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "experiments", "sweep.py")
@@ -217,7 +217,7 @@ def test_bad_key_is_one_line_error_before_anything_runs(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "az-jax: error: random: 'learning_rat' is not a config key; known keys: "
-        + ", ".join(__import__("az_jax.config", fromlist=["FIELDS"]).FIELDS)
+        + ", ".join(__import__("az_jax.core.config", fromlist=["FIELDS"]).FIELDS)
     ]
     assert not os.path.exists(tmp_path / "sweep")
     # --shard picks every N-th trial: the dry run of shard 1/2 lists trials 1 and 3 of a 4-trial grid.

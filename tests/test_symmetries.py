@@ -20,8 +20,9 @@ import numpy as np
 import pgx
 import pytest
 
-from az_jax import config as config_lib
-from az_jax import replay, search
+from az_jax.core import config as config_lib
+from az_jax.core import presets as presets_lib
+from az_jax.core import replay, search
 from envs import GAMES
 from envs import symmetries as sym
 
@@ -263,12 +264,12 @@ def test_sampling_with_augmentation_returns_symmetric_images_of_stored_positions
 
 
 def test_augmentation_switches_need_a_game_with_symmetries():
-    base = config_lib.preset("chess", "small")
+    base = presets_lib.preset("chess", "small")
     assert not base.augment_symmetries and not base.search_symmetries  # off by default
     for key in ["augment_symmetries", "search_symmetries"]:
         with pytest.raises(config_lib.ConfigError, match=f"{key} needs a game with board symmetries"):
             config_lib.override(base, [f"{key}=true"]).validate()
-        config_lib.override(config_lib.preset("go_9x9", "small"), [f"{key}=true"]).validate()
+        config_lib.override(presets_lib.preset("go_9x9", "small"), [f"{key}=true"]).validate()
 
 
 def test_search_evaluates_every_position_under_a_random_symmetry():

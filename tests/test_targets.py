@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import envs
-from az_jax import replay, search, selfplay
+from az_jax.core import replay, search, selfplay
 
 from conftest import tiny_network, tiny_variables
 

@@ -22,13 +22,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from az_jax import checkpoint as ckpt
-from az_jax import networks
-from az_jax.agent import Agent
-from az_jax.config import override, preset
+from az_jax.core import networks
+from az_jax.core.config import override
+from az_jax.core.presets import preset
 from az_jax.engines.gtp import find_executable
 from az_jax.frontends import uci_engine as ue
 from az_jax.frontends import uci_protocol as up
+from az_jax.runtime import checkpoint as ckpt
+from az_jax.runtime.agent import Agent
 from envs.notation import chess_moves as cm
 
 from conftest import FAST_COMPILES, TINY_NETWORK, tiny_variables

@@ -37,9 +37,10 @@ def part(directory: str, name: str) -> str:
 
 
 def is_agent_directory(directory: str) -> bool:
-    """Whether `directory` is meant as an AlphaGo agent directory rather than an AlphaZero run (az_jax/agent.py), for
-    commands that take either (`az-jax play`): it holds one of the parts of LAYOUT or a preset.json, and neither the
-    checkpoints/ nor the config.json of a run. Looks at names only: `load` says what is missing or unreadable."""
+    """Whether `directory` is meant as an AlphaGo agent directory rather than an AlphaZero run
+    (az_jax/runtime/agent.py), for commands that take either (`az-jax play`): it holds one of the parts of LAYOUT or a
+    preset.json, and neither the checkpoints/ nor the config.json of a run. Looks at names only: `load` says what is
+    missing or unreadable."""
     if not os.path.isdir(directory):
         return False
     if any(os.path.exists(os.path.join(directory, name)) for name in ("checkpoints", "config.json")):

@@ -35,7 +35,7 @@ The paper's search, and what this module does with each part:
   `lax.while_loop` over the B leaves of the step. λ is static: λ = 0 compiles no rollout, λ = 1 no value network, so
   each arm of the paper's λ ablation (Fig. 4) costs only what it uses. The root is evaluated like a leaf (its value
   enters mctx's root value, not the selection). A terminal leaf is valued by the game's result itself (reward to
-  the player who moved, discount 0, as az_jax/search.py does): nothing is estimated past the end of the game.
+  the player who moved, discount 0, as az_jax/core/search.py does): nothing is estimated past the end of the game.
 * Statistics: the paper keeps N_v, W_v and N_r, W_r apart because value-network results arrive asynchronously, and
   mixes Q = (1 − λ) W_v/N_v + λ W_r/N_r. Here every simulation's leaf gets v_θ and z in the same step (evaluation is
   synchronous and batched across the B games: one simulation per game per step, all B leaves evaluated together), so
@@ -266,7 +266,8 @@ def evaluate(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) -
 
 def make_recurrent_fn(config: APVConfig) -> mctx.RecurrentFn:
     """mctx's `recurrent_fn` on pgx Go states (the embedding): step, then `evaluate`. Conventions of
-    az_jax/search.py: reward to the player who moved, value for the player to move, discount −1, 0 after the end."""
+    az_jax/core/search.py: reward to the player who moved, value for the player to move, discount −1, 0 after the
+    end."""
 
     def recurrent_fn(nets: Nets, rng_key, action, states):
         mover = states.current_player

@@ -9,7 +9,7 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
-from az_jax import files
+from az_jax.runtime import files
 
 CONFIG_FILE = "config.json"
 

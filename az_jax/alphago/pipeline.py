@@ -25,7 +25,6 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from az_jax import files
 from az_jax.alphago import (
     agent,
     checkpoints,
@@ -40,6 +39,7 @@ from az_jax.alphago import (
     value_training,
 )
 from az_jax.alphago.presets import AlphaGoPreset
+from az_jax.runtime import files
 
 STAGES = ("games", "data", "sl", "rollout", "rl", "value-data", "value")
 

@@ -1,6 +1,6 @@
 """An AlphaGo agent directory (agent.py) as the opponent of a person: what az_jax/apps/session.py's GameSession and
 `analyse` ask of an agent, so `az-jax play --run-dir DIR` (az_jax/apps/terminal.py) and the notebook play an AlphaGo
-agent as they play an AlphaZero run (az_jax/agent.py).
+agent as they play an AlphaZero run (az_jax/runtime/agent.py).
 
     agent = load(DIR)                                   # the search of DIR/preset.json, else APVConfig's defaults
     session = GameSession(agent, human_first=True)      # az_jax/apps/session.py
@@ -58,7 +58,7 @@ class PlayConfig:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PlayAgent:
-    """An AlphaGo agent with the interface of az_jax.agent.Agent that az_jax/apps/session.py uses."""
+    """An AlphaGo agent with the interface of az_jax.runtime.agent.Agent that az_jax/apps/session.py uses."""
 
     directory: str
     networks: agent_lib.AlphaGoAgent

@@ -1,6 +1,6 @@
-"""The AlphaGo pipeline's programs compiled for an accelerator this machine does not have (az_jax/preflight.py does
-the same for an AlphaZero run): each stage's step at a preset's shapes, for a TPU slice or NVIDIA GPUs
-(az_jax/targets.py), with XLA's memory analysis per device.
+"""The AlphaGo pipeline's programs compiled for an accelerator this machine does not have (az_jax/runtime/preflight.py
+does the same for an AlphaZero run): each stage's step at a preset's shapes, for a TPU slice or NVIDIA GPUs
+(az_jax/runtime/targets.py), with XLA's memory analysis per device.
 
     plans = compile_stages(PRESETS["19x19"], mesh)   # [ProgramPlan], one per program below
 
@@ -29,13 +29,13 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from az_jax import devices
-from az_jax import preflight as preflight_lib
 from az_jax.alphago import apv_mcts, reinforce, rollout_policy, supervised, value_data, value_training
 from az_jax.alphago.networks import PolicyNetwork
 from az_jax.alphago.position import Position
 from az_jax.alphago.presets import AlphaGoPreset
-from az_jax.targets import Target
+from az_jax.core import devices
+from az_jax.runtime import preflight as preflight_lib
+from az_jax.runtime.targets import Target
 
 PAPER_RESPONSE_PATTERNS, PAPER_PATTERNS = 32_207, 69_338  # Extended Data Table 4
 STAGES = ("sl step", "rollout step", "rl games", "rl update", "value games", "value step", "search")

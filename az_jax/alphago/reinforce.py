@@ -32,9 +32,9 @@ What the paper leaves open, and what is chosen here:
 - Evaluation (`win_rate`, `eval_every`): p_ρ against p_σ, both sampling at temperature 1, as the paper's comparison.
 
 Program shape: all n games of an iteration are one jitted `lax.while_loop` over plies (`play_games`), split over the
-devices of the mesh (`az_jax.devices.sharded`), until every game has ended. At each ply the features of all games are
-computed once (`sensible_moves`); the learner's half of the batch (the Black games at even plies, the White ones at odd
-plies) goes through p_ρ and the other half through p_ρ⁻. The learner's inputs are kept for the update as 0/1 `bool`
+devices of the mesh (`az_jax.core.devices.sharded`), until every game has ended. At each ply the features of all games
+are computed once (`sensible_moves`); the learner's half of the batch (the Black games at even plies, the White ones at
+odd plies) goes through p_ρ and the other half through p_ρ⁻. The learner's inputs are kept for the update as 0/1 `bool`
 planes, [K, n, N, N, planes] with K = ⌈max_moves / 2⌉ learner moves per game: for 9×9, 48 planes, n = 128, 81 · 128 ·
 81 · 48 bytes = 40 MB (160 MB as float32); for 19×19 361 · 128 · 361 · 48 = 0.8 GB. The update (`reinforce_grads`)
 goes over the K rows of n positions in a loop that adds up each row's gradient, so its activations are one row's.
@@ -69,10 +69,11 @@ from flax import struct
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from az_jax import devices, files
 from az_jax.alphago import checkpoints, supervised
 from az_jax.alphago.policy_player import sensible_moves
 from az_jax.alphago.supervised import SLConfig
+from az_jax.core import devices
+from az_jax.runtime import files
 
 KOMI = 7.5  # pgx's (pgx.make("go_9x9") and "go_19x19")
 STAGE = "rl_policy"  # config.json's "stage": marks an RL run directory

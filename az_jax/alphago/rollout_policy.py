@@ -67,10 +67,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from az_jax import files
 from az_jax.alphago.dataset import Positions
 from az_jax.alphago.features import _move_features, _shifted
 from az_jax.alphago.position import Position
+from az_jax.runtime import files
 
 EMPTY, OFF_BOARD = 0, 7
 NUM_STATES = 8

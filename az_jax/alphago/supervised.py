@@ -10,7 +10,7 @@ What is scaled to 2 CPU cores, and how (all in `SLConfig`, each a command-line o
   linear rule for SGD), i.e. 0.012. `--batch-size 16 --learning-rate 0.003` is the paper's setting.
 - `filters`, `layers`: the paper's 192 and 13 are the defaults; CPU presets use fewer.
 
-Program shape: one jitted step, data-parallel over the mesh (`az_jax.devices.sharded`): each device computes the
+Program shape: one jitted step, data-parallel over the mesh (`az_jax.core.devices.sharded`): each device computes the
 features of its share of the batch (az_jax.alphago.features) from the compact positions, applies its own random
 symmetry per position, and the gradients are averaged over devices. Features are never stored: a data set of
 positions is ~2 bytes per point, its 48 planes would be 48.
@@ -32,12 +32,13 @@ import orbax.checkpoint as ocp
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from az_jax import devices, files
 from az_jax.alphago import checkpoints
 from az_jax.alphago import features as features_lib
 from az_jax.alphago.dataset import Positions
 from az_jax.alphago.networks import PolicyNetwork
 from az_jax.alphago.position import Position
+from az_jax.core import devices
+from az_jax.runtime import files
 from envs import symmetries
 
 PAPER_HALVING_FRACTION = 80 / 340  # α halved every 80 M of 340 M steps

@@ -68,10 +68,10 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 from pgx.go import State as GoState
 
-from az_jax import devices
 from az_jax.alphago.networks import PolicyNetwork
 from az_jax.alphago.policy_player import sensible_moves
 from az_jax.alphago.position import Position, from_pgx
+from az_jax.core import devices
 
 FORMAT = 1  # version of the .npz layout
 PAPER_U_MAX = 450  # U ~ unif{1, 450} on 19×19

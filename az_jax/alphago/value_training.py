@@ -51,12 +51,13 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 from jax.tree_util import Partial
 
-from az_jax import devices, files
 from az_jax.alphago import checkpoints, value_data
 from az_jax.alphago import features as features_lib
 from az_jax.alphago.networks import PolicyNetwork, ValueNetwork
 from az_jax.alphago.policy_player import policy_actions
 from az_jax.alphago.position import Position
+from az_jax.core import devices
+from az_jax.runtime import files
 from envs import symmetries
 
 PAPER_HALVING_FRACTION = 80 / 340  # as the SL network: α halved every 80 M of 340 M steps

@@ -20,7 +20,7 @@ What is measured (all over the same 1-D device mesh as training; per-device batc
     iterations; no recompile after the first call (jit cache size, and the number of XLA backend compilations
     during calls 2 and 3);
   * memory: peak device memory from `device.memory_stats()` where the backend reports it, else the process's max RSS;
-  * FLOPs: counted from the network (az_jax/flops.py; XLA's cost analysis counts a GPU's cuDNN convolutions as 0),
+  * FLOPs: counted from the network (az_jax/core/flops.py; XLA's cost analysis counts a GPU's cuDNN convolutions as 0),
     per evaluation and per trained sample (3 forwards); MFU = achieved FLOP/s / the machine's measured peak
     (CPU: best float32 2048² matmul on every device at once; GPU/TPU: bfloat16 8192² matmul), measured at the start
     and at the end of the run, the best of both kept.
@@ -41,13 +41,13 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from az_jax import flops as flops_lib
-from az_jax import replay as replay_lib
-from az_jax import search as search_lib
-from az_jax.config import Config
-from az_jax.devices import DEVICE_AXIS, device_key, make_mesh, sharded
-from az_jax.iteration import TrainState
-from az_jax.trainer import Trainer
+from az_jax.core import flops as flops_lib
+from az_jax.core import replay as replay_lib
+from az_jax.core import search as search_lib
+from az_jax.core.config import Config
+from az_jax.core.devices import DEVICE_AXIS, device_key, make_mesh, sharded
+from az_jax.core.iteration import TrainState
+from az_jax.runtime.trainer import Trainer
 
 LogFn = Callable[[str], None]
 
@@ -241,13 +241,13 @@ def selfplay_split(trainer: Trainer, state: TrainState, ply_seconds: float, repe
 
 # --- FLOPs --------------------------------------------------------------------------------------------------------
 def network_flops_per_evaluation(trainer: Trainer) -> float:
-    """FLOPs of one network evaluation, counted from the network (az_jax/flops.py)."""
+    """FLOPs of one network evaluation, counted from the network (az_jax/core/flops.py)."""
     env = trainer.setup.env
     return float(flops_lib.network_forward_flops(trainer.config, env.observation_shape, env.num_actions))
 
 
 def train_flops_per_sample(trainer: Trainer) -> float:
-    """FLOPs of one trained sample: the forward and the backward pass, 3 forwards (az_jax/flops.py)."""
+    """FLOPs of one trained sample: the forward and the backward pass, 3 forwards (az_jax/core/flops.py)."""
     return flops_lib.TRAIN_FORWARDS * network_flops_per_evaluation(trainer)
 
 
@@ -421,7 +421,7 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
         "network_isolated_mfu": B * flops_eval / split["network_forward_seconds"] / peak_fps,
         "train_flops_per_second": samples_per_second * flops_sample,
         "train_mfu": samples_per_second * flops_sample / peak_fps,
-        "note": "FLOPs counted from the network (az_jax/flops.py: 2 per multiply-add, every kernel tap, a trained "
+        "note": "FLOPs counted from the network (az_jax/core/flops.py: 2 per multiply-add, every kernel tap, a trained "
         "sample = 3 forwards); evaluations per position = num_simulations + 1",
     }
 

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 
 import jax
 
-from az_jax import host_devices
-from az_jax.metrics import read_metrics  # noqa: F401  (notebooks call notebook.read_metrics)
+from az_jax.runtime import host_devices
+from az_jax.runtime.metrics import read_metrics  # noqa: F401  (notebooks call notebook.read_metrics)
 
 LOSS_KEYS = ("train/loss", "train/value_loss", "train/policy_loss")
 # Names of az_jax.apps.session, imported on first use: importing it starts JAX's backend (see above).
@@ -82,7 +82,7 @@ def choose_run_dir(checkpoint_dir: str, run_name: str, *, mount_drive: bool = Tr
 
 def run_status(run_dir: str, num_iterations: int | None = None) -> str:
     """One line: a new run, or which checkpoint training will resume from (train_and_evaluate does that itself)."""
-    from az_jax import checkpoint as ckpt  # here: importing it starts JAX's backend (see the module docstring)
+    from az_jax.runtime import checkpoint as ckpt  # here: importing it starts JAX's backend (see the module docstring)
 
     path = ckpt.checkpoint_dir(run_dir)
     steps = sorted(int(s) for s in os.listdir(path) if s.isdigit()) if os.path.isdir(path) else []

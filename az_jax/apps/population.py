@@ -7,8 +7,8 @@ sizes, the schedule's boundaries) is the config's and is shared.
 
 Layout: a 2-D mesh with axes ("m", "d"). Members are split over "m" (no communication between them); each member's
 games and replay rows are split over "d" exactly as one run's are. Inside the one sharded program
-(az_jax/devices.py), each device `vmap`s `az_jax.iteration.iteration` over its members, so member i's result is the
-run `Trainer(member_config(config, members[i]), mesh)` (az_jax/trainer.py) makes on a mesh of "d" devices
+(az_jax/core/devices.py), each device `vmap`s `az_jax.core.iteration.iteration` over its members, so member i's result
+is the run `Trainer(member_config(config, members[i]), mesh)` (az_jax/runtime/trainer.py) makes on a mesh of "d" devices
 (tests/test_population.py checks this, and that members with different seeds differ). The network alone may run once
 per member instead of batched (`network_batching="loop"`, the default on CPU: see `member_looped`); then a member's
 result is that run's bit for bit on CPU.
@@ -35,13 +35,13 @@ from jax import custom_batching
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from az_jax import checkpoint as ckpt
-from az_jax import config as config_lib
-from az_jax import devices as devices_lib
-from az_jax import iteration as iteration_lib
-from az_jax.devices import DEVICE_AXIS, sharded
-from az_jax.iteration import Setup, TrainState, state_partition_specs
-from az_jax.loop import DivergenceError, write_config
+from az_jax.core import config as config_lib
+from az_jax.core import devices as devices_lib
+from az_jax.core import iteration as iteration_lib
+from az_jax.core.devices import DEVICE_AXIS, sharded
+from az_jax.core.iteration import Setup, TrainState, state_partition_specs
+from az_jax.runtime import checkpoint as ckpt
+from az_jax.runtime.loop import DivergenceError, write_config
 
 MEMBER_AXIS = "m"
 
@@ -280,7 +280,7 @@ def train_population(
             metrics = jax.device_get(metrics)
             seconds = time.perf_counter() - t0
             diverged = [i for i, finite in enumerate(metrics["train/finite"]) if finite != 1.0]
-            if diverged:  # as a run alone would stop (az_jax/loop.py); nothing of this iteration is written
+            if diverged:  # as a run alone would stop (az_jax/runtime/loop.py); nothing of this iteration is written
                 raise DivergenceError(
                     f"population members {diverged} diverged at iteration {it + 1} (loss or gradient norm not finite): "
                     f"lower their learning rates"

@@ -1,5 +1,5 @@
-"""One game of a person against an `az_jax.agent.Agent`, for the terminal (az_jax/apps/terminal.py) and the notebook
-(az_jax/apps/notebook.py): the position, the moves so far, the person's moves typed in the game's notation
+"""One game of a person against an `az_jax.runtime.agent.Agent`, for the terminal (az_jax/apps/terminal.py) and the
+notebook (az_jax/apps/notebook.py): the position, the moves so far, the person's moves typed in the game's notation
 (envs/notation) and the agent's replies, each with the agent's `Analysis` of the position it moved from. The notebook
 shows a session as HTML (pgx's SVG board) and as an ipywidgets UI (`GameSession.widget`).
 

@@ -57,8 +57,8 @@ def play_session(
     input_fn: Callable[[str], str] = input,
     print_fn: Callable[..., None] = print,
 ) -> float:
-    """One game of a person against `agent` (an az_jax.agent.Agent). Returns the person's result: +1 win, 0 draw,
-    -1 loss; 0.0 also when the person quits ("quit", "exit", EOF). `human_first` picks who makes the first move;
+    """One game of a person against `agent` (an az_jax.runtime.agent.Agent). Returns the person's result: +1 win, 0
+    draw, -1 loss; 0.0 also when the person quits ("quit", "exit", EOF). `human_first` picks who makes the first move;
     `num_simulations` overrides the agent's evaluation simulations."""
     session = GameSession(agent, human_first=human_first, num_simulations=num_simulations, seed=seed, auto_reply=False)
     game = session.game

@@ -10,11 +10,11 @@ import time
 
 import jax
 
-from az_jax.agent import load_agent
-from az_jax.config import get_game_or_error
+from az_jax.core.config import get_game_or_error
 from az_jax.engines import EngineError
 from az_jax.evaluation import match as match_lib
 from az_jax.evaluation import players as players_lib
+from az_jax.runtime.agent import load_agent
 from envs import get_game, records
 
 

@@ -17,13 +17,13 @@ from collections.abc import Callable, Sequence
 
 import jax
 
-from az_jax import checkpoint as ckpt
-from az_jax.agent import load_agent
 from az_jax.evaluation import elo
 from az_jax.evaluation import match as match_lib
 from az_jax.evaluation import players as players_lib
-from az_jax.files import append_jsonl, read_jsonl, write_csv
-from az_jax.metrics import read_metrics
+from az_jax.runtime import checkpoint as ckpt
+from az_jax.runtime.agent import load_agent
+from az_jax.runtime.files import append_jsonl, read_jsonl, write_csv
+from az_jax.runtime.metrics import read_metrics
 from envs import get_game
 
 

@@ -20,12 +20,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from az_jax import arena
-from az_jax.devices import DEVICE_AXIS, device_key, first_index, make_mesh, sharded
+from az_jax.core import arena
+from az_jax.core.devices import DEVICE_AXIS, device_key, first_index, make_mesh, sharded
 from az_jax.engines import EngineError
 from az_jax.evaluation import elo
 from az_jax.evaluation.players import RESIGN, EnginePlayer, JaxPlayer, Player
-from az_jax.files import append_jsonl
+from az_jax.runtime.files import append_jsonl
 from envs import make_env
 
 
@@ -110,8 +110,8 @@ def summarize(
 # --- JAX vs JAX, batched on device ------------------------------------------------------------------------------------
 @functools.cache
 def _compiled_match(game: str, apply_a, apply_b, chunk: int, devices: tuple, opening_plies: int):
-    """The sharded program of `chunk` games split over `devices` (az_jax/devices.py); cached so that a ladder compiles
-    once per pairing of player kinds, not once per checkpoint."""
+    """The sharded program of `chunk` games split over `devices` (az_jax/core/devices.py); cached so that a ladder
+    compiles once per pairing of player kinds, not once per checkpoint."""
     env, spec = make_env(game)
     local_games = chunk // len(devices)
 

@@ -42,12 +42,12 @@ from typing import Protocol
 import chess
 import jax.numpy as jnp
 
-from az_jax import arena
-from az_jax.agent import load_agent
+from az_jax.core import arena
+from az_jax.core.iteration import greedy_player, make_setup
 from az_jax.engines.gtp import GTPEngine, find_executable
 from az_jax.engines.uci import UCIEngine, strength_options
 from az_jax.evaluation import rollout_mcts
-from az_jax.iteration import greedy_player, make_setup
+from az_jax.runtime.agent import load_agent
 from envs import get_game, make_env, records
 from envs.notation import go
 from envs.notation.chess_moves import action_to_move, move_to_action
@@ -239,8 +239,8 @@ def _mcts_apply(game: str, sims: int, c: float, rollouts: int) -> Callable:
 @functools.cache
 def network_apply(config, simulations: int) -> Callable:
     """`apply(variables, states, key)` of a network of `config`: greedy by visits after `simulations` simulations
-    without noise (az_jax/agent.py), or for 0 the most probable legal move of the raw policy (no search). Cached, so
-    every checkpoint of a run gets the same function (and one compilation)."""
+    without noise (az_jax/runtime/agent.py), or for 0 the most probable legal move of the raw policy (no search).
+    Cached, so every checkpoint of a run gets the same function (and one compilation)."""
     setup = make_setup(config)
 
     def apply(variables, states, key):

@@ -7,7 +7,7 @@ No network. Every leaf that the search expands is valued by playing the game out
 
 with Q ∈ [−1, 1] from the point of view of the player to move (so (Q + 1) / 2 is the usual [0, 1] reward) and
 c = √2 by default (UCB1's constant for rewards in [0, 1]). The tree, backup and sign conventions are mctx's
-(`mctx.search` with our own selection function) and the same as az_jax's network search (az_jax/search.py): rewards
+(`mctx.search` with our own selection function) and the same as az_jax's network search (az_jax/core/search.py): rewards
 belong to the player who just moved, discount −1 between plies and 0 after the end. The move played is the most
 visited root child.
 """

@@ -45,7 +45,7 @@ strict alternation, the game over after two passes or 2·N² plies):
   `simulations` visits, then plays the most visited move; with a clock (time_settings / time_left), it searches
   until the move's share of the clock (az_jax.frontends.clock.move_budget) is spent or the tree holds `simulations`
   visits when that was given, or is full. It answers `resign` when both the root's search value and the chosen
-  move's value for the side to move are below `resign_threshold` (AlphaGo Zero's rule, az_jax/resign.py; -1 never
+  move's value for the side to move are below `resign_threshold` (AlphaGo Zero's rule, az_jax/core/resign.py; -1 never
   resigns) and `pass` when the most visited move is pass. reg_genmove searches the same way but plays nothing.
 * analysis: `lz-analyze [colour] [interval] [interval N] [maxmoves N] [minmoves N]` and `kata-analyze ...` answer
   `=` at once, then every `interval` centiseconds (default 100) one line `info move D4 visits 123 winrate 5432
@@ -114,7 +114,7 @@ class GoEngine(GoSearch):
     positions are GoGame's (gtp_game.py); the search and the analysis commands, GoSearch's (gtp_search.py).
 
     Args:
-      agent: an az_jax.agent.Agent of go_9x9 or go_19x19.
+      agent: an az_jax.runtime.agent.Agent of go_9x9 or go_19x19.
       simulations: visits per genmove with no clock (the kept subtree's count); the cap with a clock. Default: the
         agent's (config.eval_simulations or num_simulations) with no clock, no cap with one.
       resign_threshold: resign when the root's value and the chosen move's value (in [-1, 1], for the side to move)

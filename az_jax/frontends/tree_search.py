@@ -3,7 +3,7 @@ carried over to the next move (tree reuse). mctx keeps no tree between calls; th
 
 API (batch of one game; host-side object around jitted pure functions):
 
-    ts = TreeSearch(agent, capacity=None, chunk=32)   # agent: az_jax.agent.Agent; env: agent.env unless given;
+    ts = TreeSearch(agent, capacity=None, chunk=32)   # agent: az_jax.runtime.agent.Agent; env: agent.env unless given;
                                     # capacity None: default_capacity(env)
     ts.reset(state)                 # an unbatched pgx state: a fresh root, no tree
     ts.search(64)                   # adds up to 64 simulations to the tree (fewer once `capacity` is full); returns
@@ -54,7 +54,7 @@ import mctx
 import numpy as np
 import pgx
 
-from az_jax import search as search_lib
+from az_jax.core import search as search_lib
 
 Tree = mctx.Tree  # the tree type (a chex dataclass) and its constants (NO_PARENT, UNVISITED)
 
@@ -210,8 +210,8 @@ def engine_programs(
 ) -> dict:
     """name -> a function lowering that program of an engine's search (one game) for `sharding`'s device, from abstract
     `variables`: "engine root" (a fresh root evaluated) and "engine chunk" (simulations added to a kept tree; the
-    count is an argument, so one program serves every chunk size). For az_jax/preflight.py: what `az-jax gtp/uci`
-    will compile on the accelerator."""
+    count is an argument, so one program serves every chunk size). For az_jax/runtime/preflight.py: what `az-jax
+    gtp/uci` will compile on the accelerator."""
     capacity = default_capacity(env) if capacity is None else capacity
     programs = _Programs(apply_fn, env, c_init, c_base, capacity)
     place = lambda tree: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree)

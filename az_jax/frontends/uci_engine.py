@@ -2,7 +2,7 @@
 on stdin/stdout (`az-jax uci`). The protocol is the Universal Chess Interface as specified by Stefan Meyer-Kahlen
 (the "UCI protocol" document of April 2006, distributed with Shredder and the chess GUIs).
 
-    engine = UciEngine(agent, send=print)    # agent: az_jax.agent.Agent of a "chess" run
+    engine = UciEngine(agent, send=print)    # agent: az_jax.runtime.agent.Agent of a "chess" run
     engine.handle("position startpos moves e2e4 e7e5")
     engine.handle("go nodes 64")             # searches in a background thread; `info ...` lines, then `bestmove ...`
     engine.wait()                            # until that search has answered
@@ -70,13 +70,13 @@ from typing import IO, Any
 import chess
 import jax.numpy as jnp
 
-from az_jax.agent import Agent
 from az_jax.frontends import clock
 from az_jax.frontends import uci_protocol as protocol
 from az_jax.frontends.tree_search import TreeSearch
 from az_jax.frontends.uci_position import UciPosition, _fen_state, _start, _step
 from az_jax.frontends.uci_position import _legal_actions as _legal_actions
 from az_jax.frontends.uci_search import Search, UciSearch
+from az_jax.runtime.agent import Agent
 from envs.notation import chess_moves as cm
 
 ENGINE_NAME = "az-jax"

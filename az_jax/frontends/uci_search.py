@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 import chess
 
-from az_jax.agent import Agent
 from az_jax.frontends import clock
 from az_jax.frontends import uci_protocol as protocol
 from az_jax.frontends.tree_search import MoveInfo, TreeSearch, think
+from az_jax.runtime.agent import Agent
 from envs.notation import chess_moves as cm
 
 

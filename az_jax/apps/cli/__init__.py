@@ -19,8 +19,8 @@ spec, sweep spec, checkpoint, engine, or a run that diverged) into one line `az-
 a bug keeps its traceback.
 
 On CPU, one XLA device uses about one core, so before JAX starts its backend the CLI asks for as many host devices as
-the machine has cores, each on one thread (az_jax/host_devices.py; override with --devices or JAX's own XLA_FLAGS).
-Importing this package starts no backend: the subcommands import the library (pgx, the games) inside `run`.
+the machine has cores, each on one thread (az_jax/runtime/host_devices.py; override with --devices or JAX's own
+XLA_FLAGS). Importing this package starts no backend: the subcommands import the library (pgx, the games) inside `run`.
 """
 
 import functools
@@ -30,9 +30,9 @@ import threading
 
 import jax
 
-from az_jax import distributed, host_devices
 from az_jax.apps.cli import alphago, bench, eval, gtp, ladder, play, preflight, render, sweep, train, uci
 from az_jax.apps.cli.args import Parser, UsageError, devices
+from az_jax.runtime import distributed, host_devices
 
 # The subcommands in the order `az-jax --help` lists them; each one's name is its module's.
 COMMANDS = {
@@ -101,13 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, distributed.DistributedError) as e:
         return error(str(e))
     # Imported only now: importing them starts JAX's backend, which the lines above set up.
-    from az_jax import preemption
-    from az_jax.checkpoint import CheckpointError
-    from az_jax.config import ConfigError
+    from az_jax.core.config import ConfigError
     from az_jax.engines import EngineError
     from az_jax.evaluation.players import PlayerSpecError
-    from az_jax.loop import DivergenceError
-    from az_jax.preemption import Preempted
+    from az_jax.runtime import preemption
+    from az_jax.runtime.checkpoint import CheckpointError
+    from az_jax.runtime.loop import DivergenceError
+    from az_jax.runtime.preemption import Preempted
     from envs import UnknownGameError
     from envs.records import RecordError
 

@@ -81,7 +81,7 @@ def check_game_overrides(game: str, overrides: list[str]) -> None:
 
 
 def add_weights(parser) -> None:
-    """`--weights best|latest`: which weights of a run play (az_jax.agent.load_agent's `weights`)."""
+    """`--weights best|latest`: which weights of a run play (az_jax.runtime.agent.load_agent's `weights`)."""
     parser.add_argument(
         "--weights",
         choices=("best", "latest"),

@@ -56,8 +56,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from az_jax.agent import load_agent  # starts JAX's backend: after main's device set-up
     from az_jax.frontends import gtp_engine, gtp_protocol  # the same (imports pgx)
+    from az_jax.runtime.agent import load_agent  # starts JAX's backend: after main's device set-up
 
     agent = load_agent(args.run_dir, step=args.step, weights=args.weights)
     if agent.config.game not in gtp_engine.GO_GAMES:

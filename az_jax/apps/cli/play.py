@@ -1,5 +1,6 @@
 """`az-jax play`: a person against a trained agent in the terminal (az_jax/apps/terminal.py): an AlphaZero run
-(az_jax/agent.py) or an AlphaGo agent directory (az_jax/alphago/agent.py, played by az_jax/alphago/play_agent.py)."""
+(az_jax/runtime/agent.py) or an AlphaGo agent directory (az_jax/alphago/agent.py, played by
+az_jax/alphago/play_agent.py)."""
 
 import argparse
 
@@ -44,9 +45,9 @@ def _alphago_agent(args):
 
 
 def run(args) -> int:
-    from az_jax.agent import load_agent  # starts JAX's backend: after main's device set-up
     from az_jax.alphago.agent import is_agent_directory  # the same
     from az_jax.apps.terminal import play_session  # the same
+    from az_jax.runtime.agent import load_agent  # starts JAX's backend: after main's device set-up
 
     if is_agent_directory(args.run_dir):
         agent = _alphago_agent(args)

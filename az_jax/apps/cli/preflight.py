@@ -1,5 +1,5 @@
 """`az-jax preflight`: compiles a run's programs for a TPU slice or NVIDIA GPUs on this machine and checks that they
-fit the devices' memory (az_jax/preflight.py), before anyone pays for an accelerator hour."""
+fit the devices' memory (az_jax/runtime/preflight.py), before anyone pays for an accelerator hour."""
 
 import argparse
 import importlib.metadata
@@ -60,7 +60,7 @@ def before_backend() -> None:
 
 def run(args) -> int:
     # imported only now: they start JAX's backend, which before_backend (called by main) first keeps on the CPU
-    from az_jax import preflight, targets
+    from az_jax.runtime import preflight, targets
 
     programs = tuple(p.strip() for p in args.programs.split(",") if p.strip())
     unknown = [p for p in programs if p not in preflight.PROGRAMS]
@@ -97,19 +97,23 @@ def run(args) -> int:
 
 
 def _run_plan(args, programs: tuple[str, ...], log):
-    """target -> the plan of an AlphaZero run (az_jax/preflight.py), the engines' search included when asked."""
-    from az_jax import config as config_lib  # starts JAX's backend: see run
-    from az_jax import preflight
+    """target -> the plan of an AlphaZero run (az_jax/runtime/preflight.py), the engines' search included when asked."""
+    # these start JAX's backend, which before_backend (called by main) first keeps on the CPU
+    from az_jax.core import config as config_lib
+    from az_jax.core import presets as presets_lib
+    from az_jax.evaluation import in_training
     from az_jax.frontends import tree_search
+    from az_jax.runtime import preflight
 
     check_game_overrides(args.game, args.set or [])
-    config = config_lib.override(config_lib.preset(args.game, args.preset), args.set or [])
+    config = config_lib.override(presets_lib.preset(args.game, args.preset), args.set or [])
+    in_training.check_opponents(config)
 
     def engine(setup, variables, sharding):
         return tree_search.engine_programs(setup.apply_fn, setup.env, config.c_init, config.c_base, variables, sharding)
 
     def plan(target):
-        result = preflight.plan(config, target, programs, args.iteration_seconds, log, engine)
+        result = preflight.plan(config, target, programs, args.iteration_seconds, log, engine, in_training.evaluation)
         result.update(preset=args.preset, overrides=list(args.set or []))
         return result
 
@@ -118,7 +122,8 @@ def _run_plan(args, programs: tuple[str, ...], log):
 
 def _alphago_plan(args, log):
     """target -> the plan of the AlphaGo pipeline's stages (az_jax/alphago/preflight.py)."""
-    from az_jax.alphago import preflight as alphago_preflight  # starts JAX's backend: see run
+    # these start JAX's backend: see run
+    from az_jax.alphago import preflight as alphago_preflight
     from az_jax.alphago.presets import PRESETS
 
     if args.set or args.programs != "iteration,gating,evaluation" or args.iteration_seconds:

@@ -52,8 +52,8 @@ def check_run_dir(config, run_dir: str) -> None:
     """Makes `run_dir` if needed and checks that it is a writable directory whose config.json, if it has one, is a
     readable UTF-8 JSON file of a run `config` may resume: an OSError, ConfigError or CheckpointError naming the path
     otherwise, before anything is compiled."""
-    from az_jax.config import ConfigError  # starts JAX's backend: after main's device set-up
-    from az_jax.loop import prepare_run_dir  # the same
+    from az_jax.core.config import ConfigError  # starts JAX's backend: after main's device set-up
+    from az_jax.runtime.loop import prepare_run_dir  # the same
 
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), run_dir)
@@ -74,12 +74,14 @@ def check_run_dir(config, run_dir: str) -> None:
 
 
 def run(args) -> int:
-    from az_jax import config as config_lib  # starts JAX's backend: after main's device set-up and multi-process join
-    from az_jax.loop import train_and_evaluate  # the same
+    # these start JAX's backend: after main's device set-up and multi-process join
+    from az_jax.core import config as config_lib
+    from az_jax.core import presets as presets_lib
+    from az_jax.evaluation.in_training import check_opponents, train_and_evaluate
 
     check_game_overrides(args.game, args.set or [])
-    config = config_lib.override(config_lib.preset(args.game, args.preset), args.set or [])
-    config.validate(len(jax.devices()))  # the same check as train_and_evaluate's, before the run dir is made
+    config = config_lib.override(presets_lib.preset(args.game, args.preset), args.set or [])
+    check_opponents(config.validate(len(jax.devices())))  # train_and_evaluate's checks, before the run dir is made
     run_dir = args.run_dir or os.path.join("runs", f"{args.game}-{args.preset}")
     check_run_dir(config, run_dir)
     print(f"az-jax: training {config.game} ({args.preset} preset) in {os.path.abspath(run_dir)}", file=sys.stderr)

@@ -42,8 +42,8 @@ def run(args) -> int:
     import io
     import sys
 
-    from az_jax.agent import load_agent  # starts JAX's backend: after main's device set-up
     from az_jax.frontends.uci_engine import serve  # the same
+    from az_jax.runtime.agent import load_agent  # starts JAX's backend: after main's device set-up
 
     if not os.path.isdir(args.run_dir):
         raise UsageError(f"no run or checkpoint at {os.path.abspath(args.run_dir)}")

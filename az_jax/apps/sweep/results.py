@@ -13,8 +13,8 @@ import numpy as np
 
 from az_jax.apps.sweep.run import DONE_FILE, is_finished, trial_dir
 from az_jax.apps.sweep.spec import Sweep
-from az_jax.files import write_csv
-from az_jax.metrics import read_metrics as read_records
+from az_jax.runtime.files import write_csv
+from az_jax.runtime.metrics import read_metrics as read_records
 
 
 def final_metrics(records: list[dict]) -> dict:

@@ -23,8 +23,8 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 
-from az_jax import config as config_lib
 from az_jax.apps.sweep.spec import Sweep, SweepError, Trial
+from az_jax.core import config as config_lib
 
 PLATFORMS = ("cpu", "gpu", "tpu")
 DONE_FILE = "done.json"  # written in a trial dir when its process exits 0

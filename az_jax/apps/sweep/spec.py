@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from az_jax import config as config_lib
-from az_jax.config import ConfigError
+from az_jax.core import config as config_lib
+from az_jax.core import presets as presets_lib
+from az_jax.core.config import ConfigError
 
 SPEC_KEYS = ("name", "description", "game", "preset", "set", "grid", "random", "num_samples", "sample_seed", "seeds")
 DISTRIBUTIONS = ("uniform", "log_uniform", "int", "choice")
@@ -182,7 +183,7 @@ def build_sweep(spec: dict, extra_set: Sequence[str] = (), num_devices: int = 1)
     overridden = [s.partition("=")[0].strip() for s in base] + list(spec.get("grid", {})) + list(spec.get("random", {}))
     if "game" in overridden:
         raise SweepError('the sweep\'s game is its spec\'s "game", not a "set" item, grid axis or random key')
-    base_config = config_lib.override(config_lib.preset(game, preset), base)
+    base_config = config_lib.override(presets_lib.preset(game, preset), base)
     grid = spec.get("grid", {})
     random_keys = spec.get("random", {})
     if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
@@ -230,7 +231,7 @@ def build_sweep(spec: dict, extra_set: Sequence[str] = (), num_devices: int = 1)
                     ) from None
                 overrides = tuple(f"{k}={cli_value(getattr(config, k))}" for k in assignments)
                 # What the process will rebuild from the command line is exactly this config.
-                assert config_lib.override(config_lib.preset(game, preset), base + list(overrides)) == config
+                assert config_lib.override(presets_lib.preset(game, preset), base + list(overrides)) == config
                 trials.append(Trial(index, _trial_name(index, params), params, overrides, config))
     axes = tuple(trials[0].params)
     return Sweep(

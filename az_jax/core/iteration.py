@@ -5,9 +5,9 @@
     state, metrics = iteration(setup, state)         # ONE device's shard, inside devices.sharded
 
 `iteration` and its halves (`selfplay`, `learn`) and `gate` are written for one device's shard and run inside
-`az_jax.devices.sharded` over the axis DEVICE_AXIS; the programs that compose them are az_jax/trainer.py (one run),
-az_jax/apps/population.py (`jax.vmap` over members) and az_jax/apps/bench.py (each half timed alone). Per-run numbers
-that a population varies (the seed, the schedule's learning rates) are arguments, so they may be data.
+`az_jax.core.devices.sharded` over the axis DEVICE_AXIS; the programs that compose them are az_jax/runtime/trainer.py
+(one run), az_jax/apps/population.py (`jax.vmap` over members) and az_jax/apps/bench.py (each half timed alone). Per-run
+numbers that a population varies (the seed, the schedule's learning rates) are arguments, so they may be data.
 
 Inside the boundary: params, batch stats, optimizer state, key and counters are replicated (identical on every
 device); the B self-play games and the N replay rows are split over devices along their leading axis; each device
@@ -25,14 +25,14 @@ import pgx
 from flax import struct
 from jax.sharding import PartitionSpec as P
 
-from az_jax import arena, learner, networks
-from az_jax import gating as gating_lib
-from az_jax import replay as replay_lib
-from az_jax import resign as resign_lib
-from az_jax import search as search_lib
-from az_jax import selfplay as selfplay_lib
-from az_jax.config import Config
-from az_jax.devices import DEVICE_AXIS, device_key, first_index
+from az_jax.core import arena, learner, networks
+from az_jax.core import gating as gating_lib
+from az_jax.core import replay as replay_lib
+from az_jax.core import resign as resign_lib
+from az_jax.core import search as search_lib
+from az_jax.core import selfplay as selfplay_lib
+from az_jax.core.config import Config
+from az_jax.core.devices import DEVICE_AXIS, device_key, first_index
 from envs import get_game, make_env
 
 
@@ -177,7 +177,7 @@ def learn(
     (already this device's) is consumed. `learning_rates` ([K], may be data) replace the config's schedule values.
     Returns (params, batch_stats, opt_state, ready [] bool, metrics): the steps' mean loss terms and gradient norm,
     and "finite", 1.0 when every step's loss and gradient norm and the resulting params, batch statistics and
-    optimizer state are finite, else 0.0 (the host loop stops on 0.0: az_jax/loop.py)."""
+    optimizer state are finite, else 0.0 (the host loop stops on 0.0: az_jax/runtime/loop.py)."""
     cfg = setup.config
     local_done = buffer.done.sum()
     ready = (jax.lax.psum(local_done, DEVICE_AXIS) >= max(cfg.min_replay_size, 1)) & (
@@ -318,7 +318,7 @@ def match(
     setup: Setup, variables: dict, rng_key: jax.Array, *, opponent: arena.PlayerFn, num_games: int, num_simulations: int
 ) -> jax.Array:
     """This device's share of a match of the network (greedy search) against `opponent`: `num_games` games in all,
-    random openings paired with colours swapped (az_jax/arena.py); the key (replicated) is consumed. Returns this
+    random openings paired with colours swapped (az_jax/core/arena.py); the key (replicated) is consumed. Returns this
     device's results [num_games / D], the agent's point of view."""
     local_games = num_games // jax.lax.axis_size(DEVICE_AXIS)
     game = get_game(setup.config.game)

@@ -24,9 +24,9 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from az_jax import config as config_lib
-from az_jax.gating import BestPlayer
-from az_jax.replay import ReplayBuffer
+from az_jax.core import config as config_lib
+from az_jax.core.gating import BestPlayer
+from az_jax.core.replay import ReplayBuffer
 
 
 class CheckpointError(RuntimeError):

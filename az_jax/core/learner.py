@@ -19,9 +19,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from az_jax import replay as replay_lib
-from az_jax.config import Config
-from az_jax.search import mask_logits
+from az_jax.core import replay as replay_lib
+from az_jax.core.config import Config
+from az_jax.core.search import mask_logits
 
 # (variables, observation [n, ...]) -> ((logits [n, A], value [n]), {"batch_stats": new statistics}); with the
 # auxiliary heads the outputs are (logits, value, ownership logits [n, H·W] or None, score [n] or None)
@@ -136,8 +136,9 @@ def train_step(
     before the one update (`accumulate`): the learner's activations are those of one part.
 
     Returns (params, batch_stats, opt_state, metrics), identical on every device; the metrics are loss_fn's and
-    "grad_norm", the global norm of the averaged gradient. Inside a sharded program this relies on az_jax/devices.py's
-    `check_vma=False` (the gradient of replicated parameters is this device's own, and `pmean` averages it)."""
+    "grad_norm", the global norm of the averaged gradient. Inside a sharded program this relies on
+    az_jax/core/devices.py's `check_vma=False` (the gradient of replicated parameters is this device's own, and `pmean`
+    averages it)."""
     grad_fn = functools.partial(
         gradient,
         apply_fn=apply_fn,

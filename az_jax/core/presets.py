@@ -4,7 +4,7 @@ CPU-scale `small` presets with the measurements they come from. Each is a `Confi
 import dataclasses
 from typing import Any
 
-from az_jax.config import Config, ConfigError, get_game_or_error, override
+from az_jax.core.config import Config, ConfigError, get_game_or_error, override
 
 PRESETS = ("small", "paper", "alphago_zero", "small_agz")
 

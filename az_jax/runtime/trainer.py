@@ -1,7 +1,7 @@
 """One run's compiled programs on a device mesh: the initial state, the iteration, gating, matches against baselines.
 
-A thin composition of the pure functions of az_jax/iteration.py with the device boundary of az_jax/devices.py; the
-host loop (az_jax/loop.py) calls these programs, and checkpoints (az_jax/checkpoint.py) restore into
+A thin composition of the pure functions of az_jax/core/iteration.py with the device boundary of az_jax/core/devices.py;
+the host loop (az_jax/runtime/loop.py) calls these programs, and checkpoints (az_jax/runtime/checkpoint.py) restore into
 `abstract_state()`.
 """
 
@@ -12,11 +12,11 @@ import jax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from az_jax import arena
-from az_jax import iteration as iteration_lib
-from az_jax.config import Config
-from az_jax.devices import DEVICE_AXIS, device_key, sharded, shardings
-from az_jax.iteration import TrainState
+from az_jax.core import arena
+from az_jax.core import iteration as iteration_lib
+from az_jax.core.config import Config
+from az_jax.core.devices import DEVICE_AXIS, device_key, sharded, shardings
+from az_jax.core.iteration import TrainState
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -96,7 +96,7 @@ class Trainer:
     @functools.cached_property
     def gate(self):
         """(params, batch_stats, best, iteration, key) -> (best, metrics): one gating match of the latest weights
-        (`params`, `batch_stats` of iteration `iteration`) against `best`, split over the mesh (az_jax/gating.py).
+        (`params`, `batch_stats` of iteration `iteration`) against `best`, split over the mesh (az_jax/core/gating.py).
         The input `best` is donated."""
         return sharded(
             functools.partial(iteration_lib.gate, self.setup),

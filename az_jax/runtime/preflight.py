@@ -1,9 +1,9 @@
 """Plans a run for an accelerator it does not have: compiles the run's programs for a TPU slice or NVIDIA GPUs
-(az_jax/targets.py) on this machine and checks what each device will hold against the device's memory.
+(az_jax/runtime/targets.py) on this machine and checks what each device will hold against the device's memory.
 
 Per device it reports the state the run keeps (parameters + optimizer, the replay buffer, the games in progress, the
 rest), each compiled program's XLA memory analysis (arguments, outputs, aliased bytes, temporaries) and compile time,
-the FLOPs of one iteration counted from the network (az_jax/flops.py), and the MFU a measured iteration time would
+the FLOPs of one iteration counted from the network (az_jax/core/flops.py), and the MFU a measured iteration time would
 mean. `check_fits` turns a plan that does not fit into one line naming the largest buffers and the keys that shrink
 them.
 
@@ -29,11 +29,12 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from az_jax import flops as flops_lib
-from az_jax.config import Config
-from az_jax.devices import DEVICE_AXIS
-from az_jax.targets import GIB, Target
-from az_jax.trainer import Trainer
+from az_jax.core import flops as flops_lib
+from az_jax.core.config import Config
+from az_jax.core.devices import DEVICE_AXIS
+from az_jax.runtime.loop import EvaluationFactory
+from az_jax.runtime.targets import GIB, Target
+from az_jax.runtime.trainer import Trainer
 
 GPU_FACTOR, GPU_EXTRA_BYTES = 1.2, GIB // 4  # the GPU margin above (measured on one H100)
 PROGRAMS = ("iteration", "gating", "evaluation", "selfplay", "learning", "engine")
@@ -144,11 +145,11 @@ def compile_programs(
     programs=DEFAULT_PROGRAMS,
     log: Callable[[str], None] = lambda m: None,
     engine: EnginePrograms | None = None,
+    evaluation: EvaluationFactory | None = None,
 ) -> list:
     """Compiles the run's programs for the trainer's mesh; a ProgramPlan each (gating only where the config gates,
-    evaluation only where it evaluates, the engine's search only where `engine` is given: one game on one device)."""
-    from az_jax.loop import baseline_matches  # the loop's own evaluation programs
-
+    evaluation only where it evaluates and `evaluation` gives its matches (the loop's own: az_jax/evaluation/
+    in_training.py), the engine's search only where `engine` is given: one game on one device)."""
     config, state = trainer.config, trainer.abstract_state()
     resident = state_bytes(trainer, state)["total"]
     plans = []
@@ -176,10 +177,9 @@ def compile_programs(
         for name, lower_engine in engine(trainer.setup, variables, one).items():
             log(f"compiling the {name}")
             plans.append(compile_program(name, lower_engine, 0, donated=True))
-    if "evaluation" in programs and config.eval_every:
+    if "evaluation" in programs and config.eval_every and evaluation is not None:
         variables = {"params": state.params, "batch_stats": state.batch_stats}
-        sims = config.eval_simulations or config.num_simulations
-        for name, match in baseline_matches(trainer, config.eval_games, sims).items():
+        for name, match in evaluation(trainer).matches.items():
             log(f"compiling the evaluation match against {name}")
             lower: Callable[[], Any] = functools.partial(match.lower, variables, key)
             plans.append(compile_program(f"evaluation vs {name}", lower, resident))
@@ -200,13 +200,14 @@ def plan(
     iteration_seconds: float | None = None,
     log: Callable[[str], None] = lambda m: None,
     engine: EnginePrograms | None = None,
+    evaluation: EvaluationFactory | None = None,
 ) -> dict:
     """The whole plan of `config` on `target`, JSON-ready (bytes per device)."""
     config.validate(target.devices)
     mesh = target_mesh(target)
     trainer = Trainer(config, mesh)
     state = state_bytes(trainer)
-    compiled = compile_programs(trainer, programs, log, engine)
+    compiled = compile_programs(trainer, programs, log, engine, evaluation)
     env = trainer.setup.env
     counted = flops_lib.iteration_flops(config, env.observation_shape, env.num_actions)
     result = summarize(target, config.game, compiled, state["total"])

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import mctx
 import pgx
 
-from az_jax.config import Config
+from az_jax.core.config import Config
 from envs import symmetries as symmetries_lib
 
 # (variables, observation [B, ...]) -> (logits [B, A], value [B])

@@ -17,7 +17,7 @@ import dataclasses
 import os
 from typing import Any
 
-from az_jax.platforms import captured_stderr
+from az_jax.runtime.platforms import captured_stderr
 
 GB = 10**9
 GIB = 2**30

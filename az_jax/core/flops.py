@@ -2,7 +2,7 @@
 
 XLA's cost analysis is no guide here: it counts a loop body once (the iteration is loops of plies, simulations and
 gradient steps), and a GPU backend counts its cuDNN convolutions as 0 FLOPs. So the count is by hand, 2 FLOPs per
-multiply-add, for the network of az_jax/networks.py on an [H, W, C_in] observation:
+multiply-add, for the network of az_jax/core/networks.py on an [H, W, C_in] observation:
 
     stem                 2·H·W·9·C_in·C                               conv 3×3
     residual block       2 · 2·H·W·9·C·C                              two convs 3×3
@@ -18,7 +18,7 @@ training sample costs 3 forwards (the forward, and the backward pass's two produ
 and the weights').
 """
 
-from az_jax.config import Config
+from az_jax.core.config import Config
 
 TRAIN_FORWARDS = 3  # forward + backward (input and weight gradients) per trained sample
 

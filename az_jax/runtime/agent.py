@@ -14,10 +14,10 @@ import jax
 import mctx
 import pgx
 
-from az_jax import checkpoint as ckpt
-from az_jax import config as config_lib
-from az_jax import search as search_lib
-from az_jax.iteration import Setup, greedy_player, init_variables, make_setup
+from az_jax.core import config as config_lib
+from az_jax.core import search as search_lib
+from az_jax.core.iteration import Setup, greedy_player, init_variables, make_setup
+from az_jax.runtime import checkpoint as ckpt
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -74,7 +74,7 @@ class Agent:
         return self.config.eval_simulations or self.config.num_simulations
 
     def player(self, num_simulations: int | None = None):
-        """A pure `(states, key) -> actions` function for az_jax.arena (variables closed over)."""
+        """A pure `(states, key) -> actions` function for az_jax.core.arena (variables closed over)."""
         return greedy_player(self.setup, self.variables, num_simulations or self.default_simulations)
 
 

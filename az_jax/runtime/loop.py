@@ -1,31 +1,29 @@
 """The host loop (impure, thin): resume or start, run jitted iterations, log, evaluate, checkpoint.
 
-`train_and_evaluate(config, run_dir)` is what `az-jax train` calls. Everything that touches the host — timing,
+`train(config, run_dir, evaluation=...)` is what `az-jax train` runs (through az_jax/evaluation/in_training.py, which
+gives it the players to evaluate against). Everything that touches the host — timing,
 progress bar, metric files, checkpoints, evaluation matches — lives here, outside the jitted iteration.
 """
 
+import dataclasses
 import math
 import os
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import jax
-import numpy as np
 from jax.experimental import multihost_utils
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
-from az_jax import arena, distributed, preemption
-from az_jax import checkpoint as ckpt
-from az_jax import config as config_lib
-from az_jax.devices import DEVICE_AXIS, make_mesh
-from az_jax.evaluation import connect_four_solver as solver_lib
-from az_jax.evaluation import positions as positions_lib
-from az_jax.evaluation.players import JaxPlayer, make_player
-from az_jax.iteration import TrainState
-from az_jax.metrics import MetricsWriter
-from az_jax.trainer import Trainer
+from az_jax.core import arena
+from az_jax.core import config as config_lib
+from az_jax.core.devices import make_mesh
+from az_jax.core.iteration import TrainState
+from az_jax.runtime import checkpoint as ckpt
+from az_jax.runtime import distributed, preemption
+from az_jax.runtime.metrics import MetricsWriter
+from az_jax.runtime.trainer import Trainer
 
 ProgressFn = Callable[[int, dict], None]
 
@@ -52,53 +50,16 @@ def divergence_message(iteration: int, metrics: dict, last_checkpoint: int | Non
     )
 
 
-def baseline_matches(trainer: Trainer, num_games: int, num_simulations: int) -> dict:
-    """{opponent name: program (variables, key) -> results [num_games]} for the config's eval_opponents (players
-    that run on device: az_jax/evaluation/players.py)."""
-    matches = {}
-    for spec in trainer.config.eval_opponents:
-        player = make_player(spec, trainer.config.game)
-        if not isinstance(player, JaxPlayer):
-            raise config_lib.ConfigError(f"eval_opponents: {spec!r} is an external engine; use `az-jax eval`")
-        matches[player.name] = trainer.match(player.fn, num_games, num_simulations)
-    return matches
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """What a run evaluates with at every eval_every-th iteration (and at its end), built for its trainer by an outer
+    package: the opponents' specs and the solved positions are not the runtime's (az_jax/evaluation/in_training.py)."""
+
+    matches: dict[str, Any]  # opponent name -> jitted (variables, key) -> results [eval_games] (+1: the run won)
+    probe: Callable[[dict, jax.Array], dict] | None = None  # (variables, key) -> {"eval/...": value}
 
 
-def load_solver_set() -> solver_lib.PositionSet:
-    """Connect four's solver set (config.eval_solver_simulations); a ConfigError if it cannot be read."""
-    try:
-        return solver_lib.load(solver_lib.DEFAULT_POSITIONS)
-    except (OSError, ValueError) as e:
-        raise config_lib.ConfigError(f"eval_solver_simulations: cannot read the solver set: {e}") from None
-
-
-def solver_probe(
-    trainer: Trainer, positions: solver_lib.PositionSet, num_simulations: int
-) -> Callable[[dict, jax.Array], dict]:
-    """(variables, key) -> {eval/solver_*: share of optimal moves} on labelled connect-four `positions`
-    (az_jax/evaluation/connect_four_solver.py): the raw policy's and the greedy search's, overall and in drawn
-    positions. The positions are padded (repeating the first) to a multiple of the mesh size and sharded over it."""
-    count = len(positions.moves)
-    moves = np.concatenate([positions.moves, np.repeat(positions.moves[:1], -count % trainer.num_devices, axis=0)])
-    host_states = jax.device_get(positions_lib.states_from_moves(trainer.setup.env, moves))
-    sharding = NamedSharding(trainer.mesh, P(DEVICE_AXIS))
-    states = jax.tree.map(  # every process holds the whole set and gives each of its devices that device's rows
-        lambda x: jax.make_array_from_callback(x.shape, sharding, lambda index: x[index]), host_states
-    )
-    program = trainer.position_moves(num_simulations)
-    drawn = positions.value == 0
-
-    def probe(variables: dict, rng_key: jax.Array) -> dict:
-        raw, searched = (np.asarray(distributed.fetch(a))[:count] for a in program(variables, states, rng_key))
-        rows = np.arange(count)
-        raw_ok, search_ok = positions.optimal[rows, raw], positions.optimal[rows, searched]
-        return {
-            "eval/solver_raw": float(raw_ok.mean()),
-            "eval/solver_search": float(search_ok.mean()),
-            "eval/solver_search_drawn": float(search_ok[drawn].mean()),
-        }
-
-    return probe
+EvaluationFactory = Callable[[Trainer], Evaluation]
 
 
 def prepare_run_dir(config: config_lib.Config, run_dir: str) -> config_lib.Config:
@@ -161,15 +122,18 @@ def restore_or_init(trainer: Trainer, manager) -> TrainState:
     )
 
 
-def train_and_evaluate(
+def train(
     config: config_lib.Config,
     run_dir: str,
     *,
+    evaluation: EvaluationFactory | None = None,
     progress: bool = True,
     progress_fn: ProgressFn | None = None,
     devices=None,
 ) -> TrainState:
-    """Trains `config` in `run_dir`, resuming from its latest checkpoint; returns the final TrainState.
+    """Trains `config` in `run_dir`, resuming from its latest checkpoint; returns the final TrainState. Every
+    eval_every-th iteration (and the last) it evaluates with what `evaluation(trainer)` gives (None: nothing; what
+    `az-jax train` passes: az_jax/evaluation/in_training.py).
 
     Raises DivergenceError on the first iteration whose loss, gradient norm or new weights are not finite; nothing
     of that iteration is checkpointed or written to the metric files."""
@@ -182,11 +146,8 @@ def train_and_evaluate(
     if distributed.is_main_process():  # several processes: one writes the files, all write checkpoints (orbax)
         write_config(config, run_dir)
     start = int(jax.device_get(state.iteration))
-    eval_sims = config.eval_simulations or config.num_simulations
-    matches = baseline_matches(trainer, config.eval_games, eval_sims) if config.eval_every else {}
-    probe = None
-    if config.eval_every and config.eval_solver_simulations:
-        probe = solver_probe(trainer, load_solver_set(), config.eval_solver_simulations)
+    chosen = evaluation(trainer) if evaluation is not None and config.eval_every else Evaluation({})
+    matches, probe = chosen.matches, chosen.probe
     # Keys independent of the run's key stream, pure functions of the seed: a resumed run evaluates and gates
     # identically.
     eval_key = jax.random.fold_in(jax.random.key(config.seed), 1_000_003)
@@ -210,7 +171,7 @@ def train_and_evaluate(
                     saver.wait()
                     raise DivergenceError(divergence_message(done, metrics, manager.latest_step()))
                 if config.gating and done % config.gating_interval == 0:
-                    # A separate jitted match on the same devices, decided on device (az_jax/gating.py). The next
+                    # A separate jitted match on the same devices, decided on device (az_jax/core/gating.py). The next
                     # self-play plays the best player, so it waits for the match in any case; only its W/D/L come back.
                     t1 = time.perf_counter()
                     best, gate_metrics = trainer.gate(

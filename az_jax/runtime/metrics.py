@@ -11,7 +11,7 @@ import time
 from tensorboardX import SummaryWriter
 from tqdm import tqdm
 
-from az_jax.files import read_jsonl, replaced_whole
+from az_jax.runtime.files import read_jsonl, replaced_whole
 
 
 def _iteration(line: str) -> int | None:

@@ -4,7 +4,7 @@ Each stored position keeps observation, search policy π, legal mask and mover; 
 ends (replay.resolve). Moves are sampled from the search policy for the first `sampling_moves` plies of each game and
 chosen greedily by visit count afterwards (AlphaGo Zero, Silver et al., Nature 2017, Methods, "Self-play"; AlphaZero
 keeps the AGZ cut-off of 30 by default).
-With `resign` (AlphaGo Zero, az_jax/resign.py) a game also ends when its mover resigns; the resigning side loses.
+With `resign` (AlphaGo Zero, az_jax/core/resign.py) a game also ends when its mover resigns; the resigning side loses.
 With KataGo's auxiliary targets on, the final position of each game that ends is also scored for ownership and margin
 (GameSpec.final_targets), which reach its positions with z.
 """
@@ -18,10 +18,10 @@ import jax.numpy as jnp
 import pgx
 from flax import struct
 
-from az_jax import replay as replay_lib
-from az_jax import resign as resign_lib
-from az_jax import search as search_lib
-from az_jax.config import Config
+from az_jax.core import replay as replay_lib
+from az_jax.core import resign as resign_lib
+from az_jax.core import search as search_lib
+from az_jax.core.config import Config
 from envs import get_game
 
 

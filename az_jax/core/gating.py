@@ -2,11 +2,11 @@
 player so far generates self-play; every gating
 interval the latest weights (the candidate) play it, and replace it only when they score above a threshold.
 
-Gating games: the batched on-device arena (az_jax/arena.py), both sides greedy by visit count with no root
+Gating games: the batched on-device arena (az_jax/core/arena.py), both sides greedy by visit count with no root
 noise (τ → 0), random openings played once from each side, split over the devices of the training mesh. The decision
 is taken on device from the match's W/D/L summed over devices, so the weights never leave the devices; only the counts
 go to the host. The paper ran its evaluator asynchronously on other hardware; here the match shares the devices with
-self-play, and the next self-play plays the best player, so it runs between two iterations (az_jax/loop.py).
+self-play, and the next self-play plays the best player, so it runs between two iterations (az_jax/runtime/loop.py).
 """
 
 from typing import Any
@@ -15,8 +15,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from az_jax import arena
-from az_jax.devices import first_index
+from az_jax.core import arena
+from az_jax.core.devices import first_index
 
 
 @struct.dataclass

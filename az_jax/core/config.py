@@ -147,7 +147,7 @@ class Config:
     # The candidate replaces the best when its score (wins + draws/2) / games is above this (AGZ: "wins by a margin of >
     # 55%"; Go has no draws)
     gating_threshold: float = 0.55
-    # AGZ "Self-play": resign when root and best-child values < v_resign (az_jax/resign.py); v_resign calibrated on
+    # AGZ "Self-play": resign when root and best-child values < v_resign (az_jax/core/resign.py); v_resign calibrated on
     # played-out games
     resign: bool = False
     # V_resign before the first calibration. NOT IN THE PAPERS; -0.8 is AlphaGo's resignation value (max Q < -0.8, i.e.
@@ -254,12 +254,6 @@ class Config:
                     f"(games with some: {', '.join(g for g, s in GAMES.items() if s.symmetries)})"
                 )
         self._validate_variant(num_devices)
-        for spec in self.eval_opponents:
-            if spec.split(":")[0] not in ("random", "mcts", "run"):
-                raise ConfigError(
-                    f"eval_opponents: {spec!r} is not a player that runs inside training; use random, "
-                    f"mcts:sims=N or run:DIR@STEP (engines: `az-jax eval`)"
-                )
         if self.eval_solver_simulations < 0:
             raise ConfigError(f"eval_solver_simulations must be >= 0, got {self.eval_solver_simulations}")
         if self.eval_solver_simulations and self.game != "connect_four":
@@ -412,7 +406,7 @@ _HINTS = typing.get_type_hints(Config)
 
 # Keys that may change when a run is resumed; everything else is fixed by the checkpointed state's shapes or meaning.
 # The learning-rate schedule is a function of the optimizer's step count, not state: a run that diverged resumes from
-# its last good checkpoint with lower learning_rates (az_jax/loop.py, DivergenceError).
+# its last good checkpoint with lower learning_rates (az_jax/runtime/loop.py, DivergenceError).
 RESUMABLE_KEYS = frozenset(
     {
         "num_iterations",
@@ -541,8 +535,3 @@ def from_json(text: str) -> Config:
     if not isinstance(data, dict):
         raise ConfigError("config JSON must be an object")
     return override(Config(), data)
-
-
-# The presets (az_jax/presets.py) are re-exported here: `config.preset(game, name)` is how callers build a config.
-from az_jax.presets import PRESETS as PRESETS  # noqa: E402
-from az_jax.presets import preset as preset  # noqa: E402
