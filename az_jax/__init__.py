@@ -20,7 +20,7 @@ _EXPORTS = {
     "load_agent": "az_jax.runtime.agent",
     "Config": "az_jax.core.config",
     "ConfigError": "az_jax.core.config",
-    "override": "az_jax.core.config",
+    "override": "az_jax.core.overrides",
     "preset": "az_jax.core.presets",
     "train_and_evaluate": "az_jax.evaluation.in_training",
 }

@@ -45,12 +45,12 @@ def variant_config(game: str, variant: str, iterations: int, overrides: list[str
     """The `small_agz` preset (= `small` with the AlphaGo Zero variant and small gating/resignation settings), with
     the variant's switches: every run shares every other value, including the switches' own parameters."""
     # after the device set-up in main(): importing pgx starts JAX's backend
-    from az_jax.core import config as config_lib
+    from az_jax.core import overrides as overrides_lib
     from az_jax.core import presets as presets_lib
 
     # In-training evaluation off (rating is done afterwards, for every run alike); every checkpoint kept.
     common = [f"num_iterations={iterations}", "eval_every=0", "keep_checkpoints=0", *overrides]
-    return config_lib.override(presets_lib.preset(game, "small_agz"), ABLATION_SWITCHES[variant] + common)
+    return overrides_lib.override(presets_lib.preset(game, "small_agz"), ABLATION_SWITCHES[variant] + common)
 
 
 def train_all(runs_dir: str, game: str, variants: list[str], iterations: int, overrides: list[str], log) -> dict:

@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     host_devices.setup(args.devices)
     # after the device set-up in main(): importing pgx starts JAX's backend
-    from az_jax.core.config import override
+    from az_jax.core.overrides import override
     from az_jax.core.presets import preset
     from az_jax.runtime.trainer import Trainer
 

@@ -46,12 +46,12 @@ def main(argv=None) -> int:
 
     import jax
 
-    from az_jax.core import config as config_lib
+    from az_jax.core import overrides as overrides_lib
     from az_jax.core import presets as presets_lib
     from az_jax.core.devices import make_mesh
     from az_jax.runtime.trainer import Trainer
 
-    config = config_lib.override(presets_lib.preset(args.game, args.preset), args.set)
+    config = overrides_lib.override(presets_lib.preset(args.game, args.preset), args.set)
     mesh = make_mesh()
     config.validate(mesh.size)
     trainer = Trainer(config, mesh)

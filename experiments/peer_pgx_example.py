@@ -222,13 +222,13 @@ class AzJaxSide:
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         # Only with --az-jax, and after main() set XLA_FLAGS (host devices): importing pgx starts JAX's backend.
         from az_jax.apps.bench import learn_program, selfplay_program
-        from az_jax.core import config as config_lib
+        from az_jax.core import overrides as overrides_lib
         from az_jax.core import presets as presets_lib
         from az_jax.core.devices import make_mesh
         from az_jax.runtime.trainer import Trainer
 
         self.jax = jax
-        self.config = config_lib.override(
+        self.config = overrides_lib.override(
             presets_lib.preset(args.game, "small"),
             [
                 "num_blocks=6",

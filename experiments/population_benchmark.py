@@ -130,11 +130,11 @@ def main(argv=None) -> int:
     import numpy as np
 
     # after the device set-up in main(): importing pgx starts JAX's backend
-    from az_jax.core import config as config_lib
+    from az_jax.core import overrides as overrides_lib
     from az_jax.core import presets as presets_lib
 
     log = lambda message: print(f"population_benchmark: {message}", file=sys.stderr, flush=True)
-    config = config_lib.override(
+    config = overrides_lib.override(
         presets_lib.preset(args.game, args.preset), [*args.set, f"num_iterations={1 + args.iterations}"]
     )
     positions = config.positions_per_iteration

@@ -91,7 +91,8 @@ def main(argv=None) -> int:
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--devices", type=int, default=0)
     args = parser.parse_args(argv)
-    from az_jax.core.config import ConfigError, override
+    from az_jax.core.config import ConfigError
+    from az_jax.core.overrides import override
     from az_jax.core.presets import preset
 
     try:

@@ -5,7 +5,7 @@ then saves THIS process's copy of the final TrainState to an .npz, so the test c
 
 The .npz maps each TrainState leaf's path (jax.tree_util.keystr) to the data of this process's one addressable shard:
 a replicated leaf's full value, or this process's rows of a leaf split over the mesh. The hook wraps
-az_jax.evaluation.in_training.train_and_evaluate only once the CLI has joined the run (importing the training loop
+az_jax.evaluation.in_training.train only once the CLI has joined the run (importing the training loop
 starts JAX's backend).
 """
 
@@ -35,14 +35,14 @@ def main(out_path: str, argv: list[str]) -> int:
         # only once the CLI has joined jax.distributed: importing the training loop starts JAX's backend
         from az_jax.evaluation import in_training
 
-        run = in_training.train_and_evaluate
+        run = in_training.train
 
         def run_and_save(*a, **k):
             state = run(*a, **k)
             save_local_shards(state, out_path)
             return state
 
-        in_training.train_and_evaluate = run_and_save
+        in_training.train = run_and_save
         return train(args)
 
     train_command.run = train_and_save

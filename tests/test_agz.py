@@ -16,8 +16,9 @@ from jax.sharding import PartitionSpec as P
 
 import envs
 from az_jax.core import arena, gating, replay, resign, search, selfplay
-from az_jax.core.config import ConfigError, from_json, override
+from az_jax.core.config import ConfigError
 from az_jax.core.devices import DEVICE_AXIS, device_key, make_mesh, sharded
+from az_jax.core.overrides import from_json, override
 from az_jax.core.presets import preset
 from az_jax.evaluation.in_training import train_and_evaluate
 from az_jax.evaluation.tic_tac_toe_oracle import perfect_player

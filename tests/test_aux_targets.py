@@ -17,6 +17,7 @@ import envs
 from az_jax.core import config as config_lib
 from az_jax.core import iteration as iteration_lib
 from az_jax.core import learner, networks, replay
+from az_jax.core import overrides as overrides_lib
 from az_jax.core import presets as presets_lib
 from az_jax.core.devices import make_mesh
 from az_jax.runtime import checkpoint as ckpt
@@ -156,7 +157,7 @@ def test_symmetries_move_ownership_with_the_board():
 
 
 def _config(*extra: str) -> config_lib.Config:
-    return config_lib.override(
+    return overrides_lib.override(
         presets_lib.preset(GO, "small"),
         [
             *TINY_NETWORK,
@@ -332,7 +333,7 @@ def test_one_iteration_scores_finished_games_for_each_mover(tmp_path):
 )
 def test_config_errors_are_one_line(game, assignments, message):
     with pytest.raises(config_lib.ConfigError, match=re.escape(message)) as error:
-        config_lib.override(presets_lib.preset(game, "small"), assignments).validate()
+        overrides_lib.override(presets_lib.preset(game, "small"), assignments).validate()
     assert "\n" not in str(error.value)
 
 
@@ -342,5 +343,5 @@ def test_aux_keys_are_off_by_default_and_on_for_go():
         assert not presets_lib.preset(GO, name).aux_targets, name
     small = presets_lib.preset(GO, "small").validate()  # KataGo's weights in go_9x9's small preset
     assert (small.aux_ownership_weight, small.aux_score_weight) == (1.5, 1.0)
-    on = config_lib.override(presets_lib.preset("go_19x19", "small"), ["aux_ownership_weight=1.5"]).validate()
+    on = overrides_lib.override(presets_lib.preset("go_19x19", "small"), ["aux_ownership_weight=1.5"]).validate()
     assert on.aux_targets and on.aux_score_weight == 0.0

@@ -193,7 +193,7 @@ def no_work(monkeypatch):
     would train, benchmark, play a match, compile a game or launch a sweep raises AssertionError instead."""
     monkeypatch.setattr(cli, "setup_process", lambda args: None)
     for module, name in [
-        (in_training, "train_and_evaluate"),
+        (in_training, "train"),
         (bench, "run_benchmark"),
         (terminal, "play_session"),
         (match, "play"),

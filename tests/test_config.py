@@ -6,7 +6,8 @@ import dataclasses
 import pytest
 
 import envs
-from az_jax.core.config import Config, ConfigError, from_json, override
+from az_jax.core.config import Config, ConfigError
+from az_jax.core.overrides import from_json, override
 from az_jax.core.presets import preset
 
 

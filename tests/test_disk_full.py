@@ -9,8 +9,8 @@ import sys
 
 import chex
 
-from az_jax.core.config import override
 from az_jax.core.devices import make_mesh
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.runtime import checkpoint as ckpt
 from az_jax.runtime.metrics import read_metrics

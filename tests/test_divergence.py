@@ -11,8 +11,9 @@ import jax.numpy as jnp
 import pytest
 
 from az_jax.core import learner
-from az_jax.core.config import FIELDS, ConfigError, override
+from az_jax.core.config import FIELDS, ConfigError
 from az_jax.core.devices import make_mesh
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.evaluation.in_training import train_and_evaluate
 from az_jax.runtime import checkpoint as ckpt

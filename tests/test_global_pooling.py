@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from az_jax.core import config as config_lib
 from az_jax.core import networks
+from az_jax.core import overrides as overrides_lib
 from az_jax.core import presets as presets_lib
 
 pytestmark = pytest.mark.usefixtures("fast_compiles")  # tiny programs: XLA's optimisation passes off (conftest.py)
@@ -37,7 +37,7 @@ def test_global_pooling_block_sees_the_whole_board():
 
 
 def test_config_places_pooling_blocks():
-    config = config_lib.override(
+    config = overrides_lib.override(
         presets_lib.preset("connect_four", "small"), ["num_blocks=4", "num_channels=12", "global_pooling_every=2"]
     ).validate()
     net = networks.make_network(config, 7)

@@ -28,7 +28,7 @@ import pytest
 from az_jax.apps.cli import build_parser
 from az_jax.apps.cli.args import UsageError
 from az_jax.core import networks
-from az_jax.core.config import override
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.engines import gtp
 from az_jax.frontends.gtp_engine import COMMANDS, GoEngine

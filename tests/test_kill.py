@@ -12,8 +12,8 @@ import chex
 import jax
 import numpy as np
 
-from az_jax.core.config import override
 from az_jax.core.devices import make_mesh
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.runtime import checkpoint as ckpt
 from az_jax.runtime.metrics import read_metrics

@@ -31,6 +31,8 @@ def _imports(path: pathlib.Path) -> list[tuple[str, int, bool]]:
 
     def visit(node, in_function):
         for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and getattr(child.test, "id", None) == "TYPE_CHECKING":
+                continue  # for the type checker only: never imported when the module runs
             inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             if isinstance(child, ast.Import):
                 found.extend((alias.name, child.lineno, in_function) for alias in child.names)

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from az_jax.core.config import override
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.evaluation import tic_tac_toe_oracle as oracle
 from az_jax.evaluation.in_training import train_and_evaluate

@@ -11,7 +11,8 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from az_jax.core import learner, networks, replay
-from az_jax.core.config import ConfigError, override
+from az_jax.core.config import ConfigError
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.runtime import targets
 

@@ -20,8 +20,8 @@ import jax
 import numpy as np
 import pytest
 
-from az_jax.core.config import override
 from az_jax.core.devices import make_mesh
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.evaluation.in_training import train_and_evaluate
 from az_jax.runtime import checkpoint as ckpt

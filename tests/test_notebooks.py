@@ -14,7 +14,7 @@ import pytest
 from az_jax.apps import notebook
 from az_jax.apps import session as session_lib
 from az_jax.core import networks
-from az_jax.core.config import override
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.runtime import agent as agent_lib
 from envs import make_env

@@ -16,7 +16,8 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 from az_jax.core import devices, learner
-from az_jax.core.config import Config, override
+from az_jax.core.config import Config
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.runtime.trainer import Trainer
 

@@ -15,7 +15,7 @@ import pytest
 
 from az_jax.apps.terminal import play_session
 from az_jax.core import networks
-from az_jax.core.config import override
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.runtime.agent import Agent
 from envs import GAMES, make_env

@@ -8,6 +8,7 @@ import pytest
 
 import envs
 from az_jax.core import config as config_lib
+from az_jax.core import overrides as overrides_lib
 from az_jax.core import presets as presets_lib
 from az_jax.core import replay, search, selfplay
 
@@ -64,16 +65,16 @@ def test_fast_plies_are_searched_with_the_fast_budget_and_never_sampled():
 
 
 def test_config_trains_on_the_fully_searched_share():
-    config = config_lib.override(
+    config = overrides_lib.override(
         presets_lib.preset("connect_four", "small"), ["full_search_fraction=0.25", "fast_simulations=8"]
     )
     # G = round(train_ratio · B · S · p / batch) = round(4 · 128 · 16 · 0.25 / 256) = 8 (32 without the cap)
     assert config.train_ratio == 4 and config.validate().train_steps_per_iteration == 8
     with pytest.raises(config_lib.ConfigError, match="fast_simulations"):
-        config_lib.override(presets_lib.preset("connect_four", "small"), ["full_search_fraction=0.25"]).validate()
+        overrides_lib.override(presets_lib.preset("connect_four", "small"), ["full_search_fraction=0.25"]).validate()
     with pytest.raises(config_lib.ConfigError, match="fast_simulations"):
-        config_lib.override(
+        overrides_lib.override(
             presets_lib.preset("connect_four", "small"), ["full_search_fraction=0.5", "fast_simulations=32"]
         ).validate()
     with pytest.raises(config_lib.ConfigError, match="full_search_fraction"):
-        config_lib.override(presets_lib.preset("connect_four", "small"), ["full_search_fraction=0"]).validate()
+        overrides_lib.override(presets_lib.preset("connect_four", "small"), ["full_search_fraction=0"]).validate()

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from az_jax.apps.population import Member, PopulationTrainer, member_config, train_population
-from az_jax.core.config import ConfigError, override
+from az_jax.core.config import ConfigError
 from az_jax.core.devices import make_mesh
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.runtime import agent as agent_lib
 from az_jax.runtime.trainer import Trainer

@@ -14,7 +14,8 @@ from jax import lax
 
 from az_jax.alphago import preflight as alphago_preflight
 from az_jax.alphago.presets import PRESETS
-from az_jax.core.config import ConfigError, override
+from az_jax.core.config import ConfigError
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.evaluation import in_training
 from az_jax.frontends import tree_search

@@ -3,7 +3,7 @@
 import chex
 import jax
 
-from az_jax.core.config import override
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.evaluation.in_training import train_and_evaluate
 from az_jax.runtime import checkpoint as ckpt

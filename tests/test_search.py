@@ -17,7 +17,7 @@ import pytest
 
 import envs
 from az_jax.core import search
-from az_jax.core.config import override
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 
 from conftest import uninformative_model

@@ -12,7 +12,8 @@ from jax.sharding import PartitionSpec as P
 
 from az_jax.core import iteration as iteration_lib
 from az_jax.core import selfplay as selfplay_lib
-from az_jax.core.config import ConfigError, override
+from az_jax.core.config import ConfigError
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.runtime import targets
 from az_jax.runtime.trainer import Trainer

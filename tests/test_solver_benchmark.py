@@ -9,8 +9,8 @@ import numpy as np
 import pgx
 import pytest
 
-from az_jax.core.config import override
 from az_jax.core.devices import make_mesh
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.evaluation import connect_four_solver as solver_lib
 from az_jax.evaluation.in_training import solver_probe

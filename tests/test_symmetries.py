@@ -21,6 +21,7 @@ import pgx
 import pytest
 
 from az_jax.core import config as config_lib
+from az_jax.core import overrides as overrides_lib
 from az_jax.core import presets as presets_lib
 from az_jax.core import replay, search
 from envs import GAMES
@@ -268,8 +269,8 @@ def test_augmentation_switches_need_a_game_with_symmetries():
     assert not base.augment_symmetries and not base.search_symmetries  # off by default
     for key in ["augment_symmetries", "search_symmetries"]:
         with pytest.raises(config_lib.ConfigError, match=f"{key} needs a game with board symmetries"):
-            config_lib.override(base, [f"{key}=true"]).validate()
-        config_lib.override(presets_lib.preset("go_9x9", "small"), [f"{key}=true"]).validate()
+            overrides_lib.override(base, [f"{key}=true"]).validate()
+        overrides_lib.override(presets_lib.preset("go_9x9", "small"), [f"{key}=true"]).validate()
 
 
 def test_search_evaluates_every_position_under_a_random_symmetry():

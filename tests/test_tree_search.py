@@ -5,7 +5,7 @@ import jax
 import numpy as np
 import pytest
 
-from az_jax.core import config as config_lib
+from az_jax.core import overrides as overrides_lib
 from az_jax.core import presets as presets_lib
 from az_jax.core.iteration import init_variables, make_setup
 from az_jax.frontends.tree_search import TreeSearch, think
@@ -18,7 +18,7 @@ from conftest import TINY_NETWORK
 def agent():
     """A tiny connect_four network whose weights are perturbed away from init's near-uniform priors (an untrained
     network gives all 7 columns the same prior to 3 decimals, and ties would be broken by mctx's noise alone)."""
-    config = config_lib.override(presets_lib.preset("connect_four", "small"), TINY_NETWORK)
+    config = overrides_lib.override(presets_lib.preset("connect_four", "small"), TINY_NETWORK)
     variables = init_variables(make_setup(config), jax.random.key(3))
     leaves, treedef = jax.tree.flatten(variables["params"])
     keys = jax.random.split(jax.random.key(5), len(leaves))

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from az_jax.core import networks
-from az_jax.core.config import override
+from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.engines.gtp import find_executable
 from az_jax.frontends import uci_engine as ue

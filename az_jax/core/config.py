@@ -2,26 +2,22 @@
 et al., Science 2018, Methods; values neither paper gives come from AlphaZero's published pseudocode or are marked
 NOT IN THE PAPERS).
 
-A Config is frozen: variants are derived with `override(config, ["key=value", ...])` or `dataclasses.replace`, never
-edited. Unknown keys and invalid values raise ConfigError naming the key and what is allowed.
+A Config is frozen: variants are derived with `override(config, ["key=value", ...])` (az_jax/core/overrides.py: the
+`--set` strings and config.json) or `dataclasses.replace`, never edited. `Config.validate` checks a config's values
+together (az_jax/core/validation.py); unknown keys and invalid values raise ConfigError naming the key and what is
+allowed.
 """
 
 import dataclasses
 import json
-import math
 import typing
-from typing import Any, Literal
+from typing import Literal
 
-from envs import GAMES, get_game
+from az_jax.core import validation
+from az_jax.core.validation import ConfigError, get_game_or_error
+from envs import get_game
 
-
-class ConfigError(ValueError):
-    """An unknown config key or an invalid value."""
-
-
-# Every int key sizes an array, counts iterations or steps (int32 on device), or seeds a key: all fit in int32.
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-_INTEGERS = f"an integer in [{INT_MIN}, {INT_MAX}]"
+__all__ = ["Config", "ConfigError", "get_game_or_error", "variant_switches", "FIELDS", "RESUMABLE_KEYS"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,181 +155,10 @@ class Config:
 
     # ---------------------------------------------------------------------------------------------------------------
     def validate(self, num_devices: int = 1) -> "Config":
-        """Raises ConfigError on the first invalid value; returns self so calls chain."""
-        get_game_or_error(self.game)
-        self._validate_numbers()
-        positive = [
-            "num_iterations",
-            "num_blocks",
-            "num_channels",
-            "value_hidden",
-            "num_simulations",
-            "selfplay_batch_size",
-            "selfplay_steps",
-            "replay_capacity",
-            "batch_size",
-            "checkpoint_every",
-            "eval_games",
-            "max_num_considered_actions",
-        ]
-        for key in positive:
-            if getattr(self, key) <= 0:
-                raise ConfigError(f"{key} must be a positive integer, got {getattr(self, key)}")
-        for key in [
-            "min_replay_size",
-            "eval_every",
-            "eval_simulations",
-            "dirichlet_alpha",
-            "keep_checkpoints",
-            "global_pooling_every",
-        ]:
-            if getattr(self, key) < 0:
-                raise ConfigError(f"{key} must be >= 0, got {getattr(self, key)}")
-        if not 0.0 <= self.value_target_mix <= 1.0:
-            raise ConfigError(f"value_target_mix must be in [0, 1], got {self.value_target_mix}")
-        if not 0.0 < self.full_search_fraction <= 1.0:
-            raise ConfigError(f"full_search_fraction must be in (0, 1], got {self.full_search_fraction}")
-        if self.full_search_fraction < 1.0 and not 0 < self.fast_simulations < self.num_simulations:
-            raise ConfigError(
-                f"fast_simulations must be in 1..num_simulations-1 ({self.num_simulations - 1}) when "
-                f"full_search_fraction < 1, got {self.fast_simulations}"
-            )
-        if self.forced_playouts_k < 0 or (self.forced_playouts_k > 0 and self.search != "puct"):
-            raise ConfigError(
-                f"forced_playouts_k must be >= 0, and > 0 only with search=puct, got {self.forced_playouts_k} "
-                f"with search={self.search}"
-            )
-        if self.full_search_fraction < 1.0 and self.resign:
-            raise ConfigError("full_search_fraction < 1 (playout cap randomization) does not combine with resign")
-        self._validate_aux_targets()
-        if not 0.0 <= self.dirichlet_fraction <= 1.0:
-            raise ConfigError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
-        if self.temperature_moves < -1:
-            raise ConfigError(
-                f"temperature_moves must be >= 0 (or -1 for the game's value), got {self.temperature_moves}"
-            )
-        if self.train_ratio <= 0:
-            raise ConfigError(f"train_ratio must be > 0, got {self.train_ratio}")
-        if self.c_base <= 0 or self.c_init < 0:
-            raise ConfigError(f"c_base must be > 0 and c_init >= 0, got c_base={self.c_base}, c_init={self.c_init}")
-        if len(self.learning_rates) != len(self.lr_boundaries) + 1:
-            raise ConfigError(
-                f"learning_rates needs one value more than lr_boundaries, got {len(self.learning_rates)} "
-                f"and {len(self.lr_boundaries)}"
-            )
-        if any(lr <= 0 for lr in self.learning_rates):
-            raise ConfigError(f"learning_rates must be positive, got {self.learning_rates}")
-        if list(self.lr_boundaries) != sorted(set(self.lr_boundaries)) or any(b <= 0 for b in self.lr_boundaries):
-            raise ConfigError(f"lr_boundaries must be strictly increasing positive steps, got {self.lr_boundaries}")
-        if not 0.0 <= self.momentum < 1.0 or self.weight_decay < 0:
-            raise ConfigError("momentum must be in [0, 1) and weight_decay >= 0")
-        for key in ["selfplay_batch_size", "batch_size", "replay_capacity", "eval_games"]:
-            if getattr(self, key) % num_devices:
-                raise ConfigError(f"{key}={getattr(self, key)} is not divisible by the {num_devices} devices")
-        local_batch = self.batch_size // num_devices
-        if self.micro_batches < 1 or local_batch % self.micro_batches:
-            raise ConfigError(
-                f"micro_batches={self.micro_batches} must be >= 1 and divide each device's {local_batch} positions "
-                f"(batch_size={self.batch_size} over {num_devices} devices)"
-            )
-        local_games = self.selfplay_batch_size // num_devices
-        if self.search_batch_size < 0 or (
-            0 < self.search_batch_size < local_games and local_games % self.search_batch_size
-        ):
-            raise ConfigError(
-                f"search_batch_size={self.search_batch_size} must be 0 (all at once) or divide each device's "
-                f"{local_games} games (selfplay_batch_size={self.selfplay_batch_size} over {num_devices} devices)"
-            )
-        if self.compact_replay and not get_game(self.game).max_legal_actions:
-            games = ", ".join(g for g, spec in GAMES.items() if spec.max_legal_actions)
-            raise ConfigError(f"compact_replay needs a game whose legal moves are bounded below its actions: {games}")
-        for key in ["augment_symmetries", "search_symmetries"]:
-            if getattr(self, key) and not get_game(self.game).symmetries:
-                raise ConfigError(
-                    f"{key} needs a game with board symmetries; {self.game} declares none "
-                    f"(games with some: {', '.join(g for g, s in GAMES.items() if s.symmetries)})"
-                )
-        self._validate_variant(num_devices)
-        if self.eval_solver_simulations < 0:
-            raise ConfigError(f"eval_solver_simulations must be >= 0, got {self.eval_solver_simulations}")
-        if self.eval_solver_simulations and self.game != "connect_four":
-            raise ConfigError(
-                f"eval_solver_simulations: the solver set is connect four's; {self.game} has none (set it to 0)"
-            )
-        if self.min_replay_size > self.replay_capacity:
-            raise ConfigError(
-                f"min_replay_size ({self.min_replay_size}) must not exceed replay_capacity "
-                f"({self.replay_capacity}): learning would never start"
-            )
-        if self.replay_capacity < self.batch_size:
-            raise ConfigError(
-                f"replay_capacity ({self.replay_capacity}) must be at least batch_size ({self.batch_size})"
-            )
-        if self.replay_capacity < self.selfplay_batch_size * self.selfplay_steps:
-            raise ConfigError(
-                f"replay_capacity ({self.replay_capacity}) must hold one iteration of self-play "
-                f"(selfplay_batch_size × selfplay_steps = {self.selfplay_batch_size * self.selfplay_steps})"
-            )
+        """Raises ConfigError on the first invalid value for a run on `num_devices` devices (az_jax/core/
+        validation.py); returns self so calls chain."""
+        validation.check(self, num_devices)
         return self
-
-    def _validate_numbers(self) -> None:
-        """Every float (and float list) finite, every int (and int list) in int32. First, because NaN compares
-        false: a range check such as `lr <= 0` lets it through."""
-        for key, hint in _HINTS.items():
-            value = getattr(self, key)
-            values = value if isinstance(value, tuple) else (value,)
-            if float in (hint, *typing.get_args(hint)):
-                if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
-                    raise ConfigError(f"{key} must be finite (no nan or inf), got {_show(value)}")
-            elif int in (hint, *typing.get_args(hint)):
-                if not all(isinstance(v, int) and INT_MIN <= v <= INT_MAX for v in values):
-                    raise ConfigError(f"{key} must be {_INTEGERS}, got {_show(value)}")
-
-    def _validate_aux_targets(self) -> None:
-        """KataGo's auxiliary targets: non-negative weights, > 0 only for a game that defines them and without
-        resignation (a resigned game has no final position to own or score)."""
-        for key in ("aux_ownership_weight", "aux_score_weight"):
-            weight = getattr(self, key)
-            if weight < 0:
-                raise ConfigError(f"{key} must be >= 0, got {weight}")
-            if weight > 0 and get_game(self.game).final_targets is None:
-                raise ConfigError(
-                    f"{key} needs a game that defines the final ownership and score; {self.game} does not "
-                    f"(games that do: {', '.join(g for g, s in GAMES.items() if s.final_targets)})"
-                )
-            if weight > 0 and self.resign:
-                raise ConfigError(f"{key} > 0 does not combine with resign (a resigned game is never scored)")
-
-    def _validate_variant(self, num_devices: int) -> None:
-        """The AlphaGo Zero switches' parameters: their ranges always, the split of gating games over the devices
-        only with gating on."""
-        if self.gating_every < 0 or self.gating_simulations < 0:
-            raise ConfigError(
-                f"gating_every and gating_simulations must be >= 0 (0: checkpoint_every / "
-                f"num_simulations), got {self.gating_every} and {self.gating_simulations}"
-            )
-        if self.gating_games <= 0 or (self.gating and self.gating_games % (2 * num_devices)):
-            raise ConfigError(
-                f"gating_games={self.gating_games} must be a positive multiple of 2 × the {num_devices} "
-                f"devices (each device plays whole pairs of games with colours swapped)"
-            )
-        if not 0.5 <= self.gating_threshold < 1.0:
-            raise ConfigError(f"gating_threshold must be in [0.5, 1), got {self.gating_threshold}")
-        if not 0.0 < self.resign_disabled_fraction < 1.0:
-            raise ConfigError(
-                f"resign_disabled_fraction must be in (0, 1): the played-out games calibrate v_resign, "
-                f"got {self.resign_disabled_fraction}"
-            )
-        if not 0.0 < self.resign_target_false_positive < 1.0:
-            raise ConfigError(
-                f"resign_target_false_positive must be in (0, 1), got {self.resign_target_false_positive}"
-            )
-        if not -1.0 <= self.v_resign_init <= 1.0:
-            raise ConfigError(f"v_resign_init must be in [-1, 1] (values are), got {self.v_resign_init}")
-        if self.resign_calibration_games <= 0:
-            raise ConfigError(
-                f"resign_calibration_games must be a positive integer, got {self.resign_calibration_games}"
-            )
 
     # --- values derived from the config and the game -------------------------------------------------------------
     @property
@@ -378,13 +203,6 @@ class Config:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
 
 
-def get_game_or_error(name: str):
-    try:
-        return get_game(name)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-
-
 # What each variant sets (AlphaZero, Silver et al., Science 2018: the changes from AlphaGo Zero). Symmetries only
 # where the game's rules have some (envs/registry.py), so `variant=alphago_zero` works for chess too (it then has
 # none, as AlphaZero's chess).
@@ -422,116 +240,3 @@ RESUMABLE_KEYS = frozenset(
         "eval_solver_simulations",
     }
 )
-
-
-def _show(value: Any, limit: int = 40) -> str:
-    """repr(value), cut to `limit` characters so that an error about a 5,000-digit number stays one short line."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 10]}… ({len(text)} characters)"
-
-
-def _to_int(raw: Any) -> int:
-    """`raw` (an int, an integral float, or a string of either: "3", "1e5") as an int in int32; ValueError for
-    anything else, including nan, inf ("1e5000" parses to inf) and integers beyond int32."""
-    if isinstance(raw, bool):
-        raise ValueError(raw)
-    if isinstance(raw, str):
-        try:
-            raw = int(raw)  # exact; ValueError for "1e5", "inf" and beyond 4,300 digits
-        except ValueError:
-            raw = float(raw)
-    if isinstance(raw, float):
-        if not raw.is_integer():  # False for nan and ±inf
-            raise ValueError(raw)
-        raw = int(raw)
-    if not isinstance(raw, int) or not INT_MIN <= raw <= INT_MAX:
-        raise ValueError(raw)
-    return raw
-
-
-def _to_float(raw: Any) -> float:
-    """`raw` (a number or a string of one) as a finite float; ValueError for nan, ±inf and numbers beyond float64."""
-    if isinstance(raw, bool):
-        raise ValueError(raw)
-    value = float(raw)  # OverflowError for an int beyond float64
-    if not math.isfinite(value):
-        raise ValueError(raw)
-    return value
-
-
-def _coerce(key: str, raw: Any) -> Any:
-    """Converts `raw` (a string from the command line, or a JSON value) to the type of field `key`."""
-    hint = _HINTS[key]
-    origin = typing.get_origin(hint)
-    expected = {int: _INTEGERS, float: "a finite number", str: "a string"}
-    try:
-        if origin is Literal:
-            allowed = typing.get_args(hint)
-            if not isinstance(raw, str) or raw not in allowed:
-                raise ConfigError(f"{key} must be one of {', '.join(map(str, allowed))}, got {_show(raw)}")
-            return raw
-        if origin is tuple:
-            elem = typing.get_args(hint)[0]
-            separator = ";" if elem is str else ","  # player specs contain commas (mcts:sims=200,c=1)
-            items = (
-                raw
-                if isinstance(raw, (list, tuple))
-                else [x.strip() for x in str(raw).strip("()[] ").split(separator) if x.strip()]
-            )
-            convert = {int: _to_int, float: _to_float}.get(elem, elem)
-            try:
-                return tuple(convert(x) for x in items)
-            except (TypeError, ValueError, OverflowError):
-                plural = {int: f"integers in [{INT_MIN}, {INT_MAX}]", float: "finite numbers"}.get(elem, "strings")
-                raise ConfigError(f"{key} must be a list of {plural}, got {_show(raw)}") from None
-        if hint is bool:
-            if isinstance(raw, bool):
-                return raw
-            if str(raw).lower() in ("1", "true", "yes"):
-                return True
-            if str(raw).lower() in ("0", "false", "no"):
-                return False
-            raise ValueError(raw)
-        if hint is int:
-            return _to_int(raw)
-        if hint is float:
-            return _to_float(raw)
-        return hint(raw)
-    except ConfigError:
-        raise
-    except (TypeError, ValueError, OverflowError):
-        shown = expected.get(hint, f"of type {getattr(hint, '__name__', hint)}")
-        raise ConfigError(f"{key} must be {shown}, got {_show(raw)}") from None
-
-
-def override(config: Config, assignments: list[str] | dict[str, Any]) -> Config:
-    """Returns a new Config with `key=value` strings (or a dict) applied. Unknown keys raise ConfigError."""
-    items = assignments.items() if isinstance(assignments, dict) else [_split(a) for a in assignments]
-    changes: dict[str, Any] = {}
-    for key, raw in items:
-        if key not in FIELDS:
-            raise ConfigError(f"unknown config key {_show(key)}; known keys: {', '.join(FIELDS)}")
-        value = _coerce(key, raw)
-        if key in ("variant", *VARIANT_SWITCHES) and changes.get(key, value) != value:
-            raise ConfigError(f"{key} is given twice with contradictory values: {changes[key]!r} and {value!r}")
-        changes[key] = value
-    if "variant" in changes:  # the variant's switch values, then the switches given explicitly alongside it
-        changes = {**variant_switches(changes["variant"], changes.get("game", config.game)), **changes}
-    return dataclasses.replace(config, **changes)
-
-
-def _split(assignment: str) -> tuple[str, str]:
-    if "=" not in assignment:
-        raise ConfigError(f"expected key=value, got {_show(assignment)}")
-    key, value = assignment.split("=", 1)
-    return key.strip(), value.strip()
-
-
-def from_json(text: str) -> Config:
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as e:  # JSONDecodeError, an integer beyond 4,300 digits, deep nesting
-        raise ConfigError(f"config is not valid JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise ConfigError("config JSON must be an object")
-    return override(Config(), data)

@@ -4,7 +4,8 @@ CPU-scale `small` presets with the measurements they come from. Each is a `Confi
 import dataclasses
 from typing import Any
 
-from az_jax.core.config import Config, ConfigError, get_game_or_error, override
+from az_jax.core.config import Config, ConfigError, get_game_or_error
+from az_jax.core.overrides import override
 
 PRESETS = ("small", "paper", "alphago_zero", "small_agz")
 

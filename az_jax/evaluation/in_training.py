@@ -4,6 +4,8 @@ resolved for the runtime's loop (az_jax/runtime/loop.py takes them as an `Evalua
 loop with them: what `az-jax train` and `az_jax.train_and_evaluate` run.
 
     train_and_evaluate(config, run_dir, progress=True, progress_fn=None, devices=None) -> TrainState
+      = train(prepare(config, run_dir, devices), progress=..., progress_fn=...)   (`az-jax train` calls the two
+        itself: its errors come before it says what it trains)
     check_opponents(config)              # ConfigError (one line) for a spec that cannot run inside training
 """
 
@@ -107,7 +109,14 @@ def train_and_evaluate(
 ) -> TrainState:
     """Trains `config` in `run_dir` (az_jax/runtime/loop.py: resuming from its newest checkpoint) and evaluates it
     against its eval_opponents every eval_every iterations; returns the final TrainState."""
-    check_opponents(config)
-    return loop.train(
-        config, run_dir, evaluation=evaluation, progress=progress, progress_fn=progress_fn, devices=devices
-    )
+    return train(prepare(config, run_dir, devices), progress=progress, progress_fn=progress_fn)
+
+
+def prepare(config: config_lib.Config, run_dir: str, devices=None) -> loop.Run:
+    """The run checked once before anything is written (loop.prepare), its eval_opponents included."""
+    return loop.prepare(check_opponents(config), run_dir, devices)
+
+
+def train(run: loop.Run, *, progress: bool = True, progress_fn: loop.ProgressFn | None = None) -> TrainState:
+    """Trains a prepared run, evaluating it against its eval_opponents."""
+    return loop.train(run, evaluation=evaluation, progress=progress, progress_fn=progress_fn)

@@ -25,6 +25,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from az_jax.core import config as config_lib
+from az_jax.core import overrides as overrides_lib
 from az_jax.core.gating import BestPlayer
 from az_jax.core.replay import ReplayBuffer
 
@@ -237,7 +238,7 @@ def read_config(manager: ocp.CheckpointManager, step: int) -> config_lib.Config:
     if not isinstance(raw, dict):
         raise _damaged(manager, step, f"its config item is a JSON {type(raw).__name__}, not an object")
     try:
-        return config_lib.override(config_lib.Config(), raw)
+        return overrides_lib.override(config_lib.Config(), raw)
     except (config_lib.ConfigError, TypeError, ValueError) as e:
         raise _damaged(manager, step, f"its config item is not a valid config ({_one_line(e)})") from None
 

@@ -15,9 +15,11 @@ from typing import Any
 
 import jax
 from jax.experimental import multihost_utils
+from jax.sharding import Mesh
 
 from az_jax.core import arena
 from az_jax.core import config as config_lib
+from az_jax.core import overrides as overrides_lib
 from az_jax.core.devices import make_mesh
 from az_jax.core.iteration import TrainState
 from az_jax.runtime import checkpoint as ckpt
@@ -75,7 +77,7 @@ def prepare_run_dir(config: config_lib.Config, run_dir: str) -> config_lib.Confi
         except (OSError, UnicodeDecodeError) as e:  # a directory, unreadable, not UTF-8
             raise ckpt.CheckpointError(f"{path} cannot be read as an az_jax config ({type(e).__name__})") from None
         try:
-            saved = config_lib.from_json(text)
+            saved = overrides_lib.from_json(text)
         except config_lib.ConfigError as e:
             raise ckpt.CheckpointError(f"{path} is not a valid az_jax config: {e}") from None
         ckpt.check_compatible(saved, config, run_dir)
@@ -122,14 +124,30 @@ def restore_or_init(trainer: Trainer, manager) -> TrainState:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A run checked once, before anything is written or compiled: its config valid for its mesh and one its
+    directory's config.json (if any) may resume (`prepare`)."""
+
+    config: config_lib.Config
+    run_dir: str
+    mesh: Mesh
+
+
+def prepare(config: config_lib.Config, run_dir: str, devices=None) -> Run:
+    """The run of `config` in `run_dir` on `devices` (default: every device), checked: a ConfigError or
+    CheckpointError (one line) otherwise. Writes nothing."""
+    mesh = make_mesh(devices)
+    config.validate(mesh.size)
+    return Run(prepare_run_dir(config, run_dir), run_dir, mesh)
+
+
 def train(
-    config: config_lib.Config,
-    run_dir: str,
+    run: Run,
     *,
     evaluation: EvaluationFactory | None = None,
     progress: bool = True,
     progress_fn: ProgressFn | None = None,
-    devices=None,
 ) -> TrainState:
     """Trains `config` in `run_dir`, resuming from its latest checkpoint; returns the final TrainState. Every
     eval_every-th iteration (and the last) it evaluates with what `evaluation(trainer)` gives (None: nothing; what
@@ -137,10 +155,8 @@ def train(
 
     Raises DivergenceError on the first iteration whose loss, gradient norm or new weights are not finite; nothing
     of that iteration is checkpointed or written to the metric files."""
-    mesh = make_mesh(devices)
-    config.validate(mesh.size)
-    config = prepare_run_dir(config, run_dir)
-    trainer = Trainer(config, mesh)
+    config, run_dir = run.config, run.run_dir
+    trainer = Trainer(config, run.mesh)
     manager = ckpt.make_manager(run_dir, keep=config.keep_checkpoints)
     state = restore_or_init(trainer, manager)
     if distributed.is_main_process():  # several processes: one writes the files, all write checkpoints (orbax)

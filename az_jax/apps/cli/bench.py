@@ -31,10 +31,11 @@ def run(args) -> int:
     # these start JAX's backend: after main's device set-up
     from az_jax.apps import bench
     from az_jax.core import config as config_lib
+    from az_jax.core import overrides as overrides_lib
     from az_jax.core import presets as presets_lib
 
     check_game_overrides(args.game, args.set or [])
-    config = config_lib.override(presets_lib.preset(args.game, args.preset), args.set or [])
+    config = overrides_lib.override(presets_lib.preset(args.game, args.preset), args.set or [])
     if args.devices and args.devices > len(jax.devices()):
         raise config_lib.ConfigError(f"--devices {args.devices}: only {len(jax.devices())} devices are available")
     config.validate(args.devices or len(jax.devices()))  # before anything compiles

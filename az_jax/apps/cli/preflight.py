@@ -99,14 +99,14 @@ def run(args) -> int:
 def _run_plan(args, programs: tuple[str, ...], log):
     """target -> the plan of an AlphaZero run (az_jax/runtime/preflight.py), the engines' search included when asked."""
     # these start JAX's backend, which before_backend (called by main) first keeps on the CPU
-    from az_jax.core import config as config_lib
+    from az_jax.core import overrides as overrides_lib
     from az_jax.core import presets as presets_lib
     from az_jax.evaluation import in_training
     from az_jax.frontends import tree_search
     from az_jax.runtime import preflight
 
     check_game_overrides(args.game, args.set or [])
-    config = config_lib.override(presets_lib.preset(args.game, args.preset), args.set or [])
+    config = overrides_lib.override(presets_lib.preset(args.game, args.preset), args.set or [])
     in_training.check_opponents(config)
 
     def engine(setup, variables, sharding):

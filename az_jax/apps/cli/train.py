@@ -7,8 +7,6 @@ import json
 import os
 import sys
 
-import jax
-
 from az_jax.apps.cli.args import check_game_overrides, non_negative_int, path, positive_int
 
 
@@ -48,18 +46,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def check_run_dir(config, run_dir: str) -> None:
-    """Makes `run_dir` if needed and checks that it is a writable directory whose config.json, if it has one, is a
-    readable UTF-8 JSON file of a run `config` may resume: an OSError, ConfigError or CheckpointError naming the path
-    otherwise, before anything is compiled."""
+def check_run_dir_files(run_dir: str) -> None:
+    """`run_dir`, if it exists, is a directory whose config.json, if it has one, is readable UTF-8 JSON: an OSError or
+    ConfigError naming the path otherwise. Reads only."""
     from az_jax.core.config import ConfigError  # starts JAX's backend: after main's device set-up
-    from az_jax.runtime.loop import prepare_run_dir  # the same
 
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), run_dir)
-    os.makedirs(run_dir, exist_ok=True)
-    if not os.access(run_dir, os.W_OK | os.X_OK):
-        raise OSError(errno.EACCES, "not writable (read-only file system or no permission)", run_dir)
     path = os.path.join(run_dir, "config.json")
     if os.path.lexists(path):
         with open(path, "rb") as f:
@@ -70,23 +63,30 @@ def check_run_dir(config, run_dir: str) -> None:
             raise ConfigError(f"{path} is not UTF-8 text (byte {e.start}); it is not an az_jax config") from None
         except (ValueError, RecursionError) as e:  # RecursionError: nested thousands deep
             raise ConfigError(f"{path} is not valid JSON ({e}); it is not an az_jax config") from None
-    prepare_run_dir(config, run_dir)  # again in train_and_evaluate; here its errors come before the line below
+
+
+def make_run_dir(run_dir: str) -> None:
+    """Makes `run_dir` if needed; an OSError naming it when it is not writable."""
+    os.makedirs(run_dir, exist_ok=True)
+    if not os.access(run_dir, os.W_OK | os.X_OK):
+        raise OSError(errno.EACCES, "not writable (read-only file system or no permission)", run_dir)
 
 
 def run(args) -> int:
     # these start JAX's backend: after main's device set-up and multi-process join
-    from az_jax.core import config as config_lib
+    from az_jax.core import overrides as overrides_lib
     from az_jax.core import presets as presets_lib
-    from az_jax.evaluation.in_training import check_opponents, train_and_evaluate
+    from az_jax.evaluation import in_training
 
     check_game_overrides(args.game, args.set or [])
-    config = config_lib.override(presets_lib.preset(args.game, args.preset), args.set or [])
-    check_opponents(config.validate(len(jax.devices())))  # train_and_evaluate's checks, before the run dir is made
+    config = overrides_lib.override(presets_lib.preset(args.game, args.preset), args.set or [])
     run_dir = args.run_dir or os.path.join("runs", f"{args.game}-{args.preset}")
-    check_run_dir(config, run_dir)
+    check_run_dir_files(run_dir)
+    run = in_training.prepare(config, run_dir)  # the one check of the run, before anything is written
+    make_run_dir(run_dir)
     print(f"az-jax: training {config.game} ({args.preset} preset) in {os.path.abspath(run_dir)}", file=sys.stderr)
     try:
-        train_and_evaluate(config, run_dir, progress=not args.no_progress)
+        in_training.train(run, progress=not args.no_progress)
     except KeyboardInterrupt:
         print("\naz-jax: interrupted; run the same command again to resume from the last checkpoint", file=sys.stderr)
         return 130

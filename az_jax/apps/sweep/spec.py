@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from az_jax.core import config as config_lib
+from az_jax.core import overrides as overrides_lib
 from az_jax.core import presets as presets_lib
 from az_jax.core.config import ConfigError
 
@@ -183,7 +184,7 @@ def build_sweep(spec: dict, extra_set: Sequence[str] = (), num_devices: int = 1)
     overridden = [s.partition("=")[0].strip() for s in base] + list(spec.get("grid", {})) + list(spec.get("random", {}))
     if "game" in overridden:
         raise SweepError('the sweep\'s game is its spec\'s "game", not a "set" item, grid axis or random key')
-    base_config = config_lib.override(presets_lib.preset(game, preset), base)
+    base_config = overrides_lib.override(presets_lib.preset(game, preset), base)
     grid = spec.get("grid", {})
     random_keys = spec.get("random", {})
     if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
@@ -224,14 +225,14 @@ def build_sweep(spec: dict, extra_set: Sequence[str] = (), num_devices: int = 1)
                 assignments.update(sample)
                 assignments["seed"] = seed
                 try:
-                    config = config_lib.override(base_config, assignments).validate(num_devices)
+                    config = overrides_lib.override(base_config, assignments).validate(num_devices)
                 except ConfigError as e:
                     raise SweepError(
                         f"trial {index} ({', '.join(f'{k}={v}' for k, v in params.items())}): {e}"
                     ) from None
                 overrides = tuple(f"{k}={cli_value(getattr(config, k))}" for k in assignments)
                 # What the process will rebuild from the command line is exactly this config.
-                assert config_lib.override(presets_lib.preset(game, preset), base + list(overrides)) == config
+                assert overrides_lib.override(presets_lib.preset(game, preset), base + list(overrides)) == config
                 trials.append(Trial(index, _trial_name(index, params), params, overrides, config))
     axes = tuple(trials[0].params)
     return Sweep(

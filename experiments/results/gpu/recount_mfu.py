@@ -12,8 +12,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
 
-from az_jax.core import config as config_lib  # noqa: E402
 from az_jax.core import flops  # noqa: E402
+from az_jax.core import overrides as overrides_lib  # noqa: E402
 from az_jax.core import presets as presets_lib  # noqa: E402
 
 
@@ -22,7 +22,7 @@ def main() -> int:
     for run in ("h100_run1", "h100_run2"):
         with open(os.path.join(HERE, run, "mfu_go_19x19.json")) as f:
             measured = json.load(f)
-        config = config_lib.override(presets_lib.preset(measured["game"], measured["preset"]), measured["overrides"])
+        config = overrides_lib.override(presets_lib.preset(measured["game"], measured["preset"]), measured["overrides"])
         forward = flops.network_forward_flops(config, (19, 19, 17), 19 * 19 + 1)  # pgx go_19x19: 17 planes, 362 moves
         peak = measured["peak"]["flops_per_second"]
         evaluations = measured["positions_per_second"] * (config.num_simulations + 1)
