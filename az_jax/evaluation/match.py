@@ -24,7 +24,7 @@ from az_jax.core import arena
 from az_jax.core.devices import DEVICE_AXIS, device_key, first_index, make_mesh, sharded
 from az_jax.engines import EngineError
 from az_jax.evaluation import elo
-from az_jax.evaluation.players import RESIGN, EnginePlayer, JaxPlayer, Player
+from az_jax.evaluation.player_types import RESIGN, EnginePlayer, JaxPlayer, Player
 from az_jax.runtime.files import append_jsonl
 from envs import make_env
 
