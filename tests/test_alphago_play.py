@@ -138,7 +138,7 @@ def test_session_replies_with_legal_moves_and_analysis_reads_the_root(agent):
     assert int(tree.node_visits[0, root]) == SIMS + 1
     assert int(analysis.visits.sum()) == SIMS and analysis.simulations == SIMS
     assert analysis.moves[-1] == "pass" and analysis.visits[-1] == 0  # pass is masked while a point is sensible
-    # the move played: the most visited, a tie going to the highest prior (apv_mcts.most_visited)
+    # the move played: the most visited, a tie going to the highest prior (az_jax/core/search.py: most_visited)
     tied = np.flatnonzero(analysis.visits == analysis.visits.max())
     assert analysis.best == analysis.moves[tied[np.argmax(analysis.prior[tied])]]
     # the prior: p_σ^β over the sensible points, which is the search's root prior (no symmetry), pass 0

@@ -79,10 +79,15 @@ from az_jax.alphago import features as features_lib
 from az_jax.alphago import rollout_policy as rollout_lib
 from az_jax.alphago.networks import PolicyNetwork, ValueNetwork
 from az_jax.alphago.position import Position, from_pgx
+from az_jax.core import search as search_lib
 from envs import make_env
 from envs import symmetries as symmetries_lib
 
-MASKED = float(jnp.finfo(jnp.float32).min)  # the prior logit of a move the tree may not play
+MASKED = search_lib.MASKED  # the prior logit of a move the tree may not play
+# The paper's selection and its choice of move are the search method "alphago" of az_jax/core/search.py (every search
+# runs through one function type there); named here too, as the paper's parts of APV-MCTS.
+paper_action_selection = search_lib.paper_action_selection
+most_visited = search_lib.most_visited
 
 
 @dataclasses.dataclass(frozen=True)
@@ -290,38 +295,14 @@ def make_recurrent_fn(config: APVConfig) -> mctx.RecurrentFn:
 # --- selection and the search ---------------------------------------------------------------------------------------
 
 
-def paper_action_selection(rng_key, tree: mctx.Tree, node_index, depth=0, *, c_puct: float) -> jax.Array:
-    """argmax_a Q(s, a) + c_puct · P(s, a) · sqrt(Σ_b N(s, b)) / (1 + N(s, a)) at one node of an unbatched tree
-    (Silver et al. 2016, Methods, "Selection"); Q = 0 for unvisited edges; moves with a MASKED prior are never
-    chosen. With no visit below the node yet, the highest prior."""
-    del rng_key, depth
-    visits = tree.children_visits[node_index]  # [A] N(s, a)
-    logits = tree.children_prior_logits[node_index]  # [A]
-    prior = jax.nn.softmax(logits)  # P(s, a)
-    q = jnp.where(visits > 0, tree.qvalues(node_index), 0.0)  # W/N from the mover's view at s
-    total = visits.sum()
-    score = q + c_puct * prior * jnp.sqrt(total.astype(prior.dtype)) / (1.0 + visits)
-    score = jnp.where(total > 0, score, prior)
-    return jnp.argmax(jnp.where(logits > MASKED / 2, score, -jnp.inf)).astype(jnp.int32)
-
-
 def _search(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) -> mctx.PolicyOutput:
     root_key, search_key = jax.random.split(key)
     prior, value = _evaluate_jit(config, nets, states, root_key)
     root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=states)
-    select = functools.partial(paper_action_selection, c_puct=config.c_puct)
-    tree = mctx.search(
-        params=nets,
-        rng_key=search_key,
-        root=root,
-        recurrent_fn=make_recurrent_fn(config),
-        root_action_selection_fn=select,
-        interior_action_selection_fn=select,
-        num_simulations=config.simulations,
-        invalid_actions=prior <= MASKED / 2,
-    )
-    weights = tree.summary().visit_probs
-    return mctx.PolicyOutput(action=most_visited(tree), action_weights=weights, search_tree=tree)
+    # the search method "alphago" of az_jax/core/search.py: the paper's selection with c_puct, no root noise
+    search = search_lib.SearchConfig(num_simulations=config.simulations, algorithm="alphago", c_init=config.c_puct)
+    run = search_lib.method(search.algorithm).run
+    return run(nets, search_key, root, make_recurrent_fn(config), prior <= MASKED / 2, search)
 
 
 _search_jit = jax.jit(_search, static_argnums=0)
@@ -333,16 +314,6 @@ def search(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) -> 
     are arguments). The key is consumed."""
     check_nets(config, nets)
     return _search_jit(config, nets, states, key)
-
-
-def most_visited(tree: mctx.Tree) -> jax.Array:
-    """[B] the most visited root action among those the tree may play, ties to the highest prior, then the lowest
-    index. At a root with no sensible point the only such action is pass."""
-    root = mctx.Tree.ROOT_INDEX
-    logits = tree.children_prior_logits[:, root]  # [B, A]
-    visits = jnp.where(logits > MASKED / 2, tree.children_visits[:, root], -1)
-    top = visits == visits.max(-1, keepdims=True)
-    return jnp.argmax(jnp.where(top, logits, -jnp.inf), axis=-1).astype(jnp.int32)
 
 
 def apv_actions(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) -> jax.Array:

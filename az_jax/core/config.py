@@ -13,6 +13,7 @@ import json
 import typing
 from typing import Literal
 
+from az_jax.core import search as search_lib
 from az_jax.core import validation
 from az_jax.core.validation import ConfigError, get_game_or_error
 from envs import get_game
@@ -38,7 +39,9 @@ class Config:
     # block): the same gradients, a fraction of the learner's memory (what the paper presets need on a 16 GB TPU chip)
     remat: bool = False
     # --- search (mctx) -----------------------------------------------------------------------------------------------
-    search: Literal["puct", "gumbel"] = "puct"  # AlphaZero PUCT (mctx.muzero_policy) or Gumbel MuZero
+    # a search method of az_jax/core/search.py (METHODS): "puct" (AlphaZero, mctx.muzero_policy), "gumbel" (Gumbel
+    # MuZero), "alphago" (AlphaGo 2016's selection), or one registered there
+    search: str = "puct"
     num_simulations: int = 800  # simulations per move in self-play (paper: 800)
     # games one search handles at a time on a device: each ply searches the device's games in groups of this many, one
     # after the other, and a search tree lives only during its group's search, so the trees' memory is set by it, not
@@ -58,7 +61,7 @@ class Config:
     # action sequential halving ends on, chosen by the network's logits plus its search's values (Gumbel MuZero §3-4, no
     # Gumbel noise), where PUCT plays the most visited: at a few dozen simulations a win the search has found can still
     # have fewer visits than the prior's favourite
-    eval_search: Literal["", "puct", "gumbel"] = ""
+    eval_search: str = ""
     # AlphaGo Zero: each network evaluation in the search (root and leaves) sees its position under a random symmetry of
     # the game (envs/symmetries.py)
     search_symmetries: bool = False
@@ -157,7 +160,7 @@ class Config:
     def validate(self, num_devices: int = 1) -> "Config":
         """Raises ConfigError on the first invalid value for a run on `num_devices` devices (az_jax/core/
         validation.py); returns self so calls chain."""
-        validation.check(self, num_devices)
+        validation.check(self, num_devices, tuple(search_lib.METHODS))
         return self
 
     # --- values derived from the config and the game -------------------------------------------------------------

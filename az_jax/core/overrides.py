@@ -11,6 +11,7 @@ import math
 import typing
 from typing import Any, Literal
 
+from az_jax.core import search as search_lib
 from az_jax.core.config import _HINTS, FIELDS, VARIANT_SWITCHES, Config, variant_switches
 from az_jax.core.validation import _INTEGERS, INT_MAX, INT_MIN, ConfigError, _show
 
@@ -89,6 +90,9 @@ def _coerce(key: str, raw: Any) -> Any:
         raise ConfigError(f"{key} must be {shown}, got {_show(raw)}") from None
 
 
+SEARCH_KEYS = ("search", "eval_search")
+
+
 def override(config: Config, assignments: list[str] | dict[str, Any]) -> Config:
     """Returns a new Config with `key=value` strings (or a dict) applied. Unknown keys raise ConfigError."""
     items = assignments.items() if isinstance(assignments, dict) else [_split(a) for a in assignments]
@@ -97,6 +101,11 @@ def override(config: Config, assignments: list[str] | dict[str, Any]) -> Config:
         if key not in FIELDS:
             raise ConfigError(f"unknown config key {_show(key)}; known keys: {', '.join(FIELDS)}")
         value = _coerce(key, raw)
+        if key in SEARCH_KEYS:  # a name of a registered search method (Config.validate checks it again)
+            allowed = ("",) * (key == "eval_search") + tuple(search_lib.METHODS)
+            if value not in allowed:
+                shown = ", ".join(repr(a) if a == "" else a for a in allowed)
+                raise ConfigError(f"{key} must be one of {shown}, got {_show(value)}")
         if key in ("variant", *VARIANT_SWITCHES) and changes.get(key, value) != value:
             raise ConfigError(f"{key} is given twice with contradictory values: {changes[key]!r} and {value!r}")
         changes[key] = value

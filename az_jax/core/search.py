@@ -9,14 +9,17 @@ masked in the root and interior priors and excluded from the root's search.
 import dataclasses
 import functools
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 import mctx
 import pgx
 
-from az_jax.core.config import Config
 from envs import symmetries as symmetries_lib
+
+if TYPE_CHECKING:
+    from az_jax.core.config import Config
 
 # (variables, observation [B, ...]) -> (logits [B, A], value [B])
 ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]
@@ -27,7 +30,7 @@ class SearchConfig:
     """How one search runs: made once from a Config and passed whole (hashable, so jitted programs close over it)."""
 
     num_simulations: int
-    algorithm: str = "puct"  # "puct" (AlphaZero) or "gumbel" (Gumbel MuZero)
+    algorithm: str = "puct"  # a name of METHODS: "puct" (AlphaZero), "gumbel" (Gumbel MuZero), "alphago" (2016), …
     c_init: float = 1.25  # C(s) = log((1 + N + c_base) / c_base) + c_init (AlphaZero pseudocode)
     c_base: float = 19652.0
     dirichlet_fraction: float = 0.25  # ε of the root noise (PUCT); 0: none
@@ -38,7 +41,7 @@ class SearchConfig:
     forced_playouts_k: float = 0.0  # PUCT: forced playouts and policy target pruning (KataGo §3.2); 0: off
 
     @classmethod
-    def for_selfplay(cls, config: Config) -> "SearchConfig":
+    def for_selfplay(cls, config: "Config") -> "SearchConfig":
         """Self-play's search: the config's algorithm, simulations and root noise."""
         return cls(
             num_simulations=config.num_simulations,
@@ -53,7 +56,7 @@ class SearchConfig:
         )
 
     @classmethod
-    def for_play(cls, config: Config, num_simulations: int) -> "SearchConfig":
+    def for_play(cls, config: "Config", num_simulations: int) -> "SearchConfig":
         """Greedy play outside self-play (evaluation, gating, Agent): the acting search (`eval_search`, else
         `search`), no root noise, no Gumbel noise."""
         return dataclasses.replace(
@@ -143,36 +146,137 @@ def run_search(
     logits, value = predict(apply_fn, variables, state.observation, root_key, symmetry_game)
     root = mctx.RootFnOutput(prior_logits=mask_logits(logits, state.legal_action_mask), value=value, embedding=state)
     recurrent_fn = make_recurrent_fn(env, apply_fn, symmetry_game)
-    invalid = ~state.legal_action_mask
-    if search.algorithm == "puct" and search.forced_playouts_k > 0:
-        return forced_playouts_policy(variables, rng_key, root, recurrent_fn, invalid, search)
-    if search.algorithm == "puct":
-        return mctx.muzero_policy(
-            variables,
-            rng_key,
-            root,
-            recurrent_fn,
-            search.num_simulations,
-            invalid_actions=invalid,
-            qtransform=functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0),
-            dirichlet_fraction=search.dirichlet_fraction,
-            dirichlet_alpha=search.dirichlet_alpha,
-            pb_c_init=search.c_init,
-            pb_c_base=search.c_base,
-            temperature=1.0,
-        )
-    if search.algorithm == "gumbel":
-        return mctx.gumbel_muzero_policy(
-            variables,
-            rng_key,
-            root,
-            recurrent_fn,
-            search.num_simulations,
-            invalid_actions=invalid,
-            max_num_considered_actions=search.max_num_considered_actions,
-            gumbel_scale=search.gumbel_scale,
-        )
-    raise ValueError(f"unknown search algorithm {search.algorithm!r}; choose puct or gumbel")
+    return method(search.algorithm).run(variables, rng_key, root, recurrent_fn, ~state.legal_action_mask, search)
+
+
+# --- search methods ---------------------------------------------------------------------------------------------------
+# Every search runs through one function type, whatever the caller (self-play, evaluation and gating, Agent, the GTP
+# and UCI engines' kept trees, AlphaGo's APV-MCTS):
+#     run(params, rng_key, root: mctx.RootFnOutput, recurrent_fn, invalid_actions [B, A] bool, search: SearchConfig,
+#         loop_fn=jax.lax.fori_loop) -> mctx.PolicyOutput
+# mctx's own policies have this shape once the root and the recurrent function are built. `loop_fn` runs the
+# simulation loop `loop_fn(0, num_simulations, body, (key, tree))`; the engines pass one that continues a kept tree
+# (az_jax/frontends/tree_search.py), which a method can honour only if it plans nothing ahead (`continues`). A new
+# method is a function of this type registered under a name (`register`): at once a value of Config.search and
+# eval_search and of `az-jax gtp/uci --search`.
+SearchFn = Callable[..., mctx.PolicyOutput]
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchMethod:
+    run: SearchFn
+    continues: bool = True  # it can go on from a kept tree through `loop_fn` (the engines' chunks and tree reuse)
+
+
+METHODS: dict[str, SearchMethod] = {}
+
+
+def register(name: str, search_method: SearchMethod) -> SearchMethod:
+    """Makes `search_method` a search by `name`; ValueError if the name is another method's."""
+    if METHODS.get(name, search_method) is not search_method:
+        raise ValueError(f"a search method named {name!r} is registered already")
+    METHODS[name] = search_method
+    return search_method
+
+
+def method(name: str) -> SearchMethod:
+    """The method registered as `name`; ValueError (one line) naming the known ones otherwise."""
+    if name not in METHODS:
+        raise ValueError(f"unknown search method {name!r}; known: {', '.join(METHODS)}")
+    return METHODS[name]
+
+
+def _min_max_q() -> Callable:
+    return functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0)
+
+
+def puct(params, rng_key, root, recurrent_fn, invalid, search: SearchConfig, loop_fn=jax.lax.fori_loop):
+    """AlphaZero's PUCT (mctx.muzero_policy, `run_search`'s docstring), with KataGo's forced playouts when
+    search.forced_playouts_k > 0 (self-play only: `forced_playouts_policy`)."""
+    if search.forced_playouts_k > 0:
+        return forced_playouts_policy(params, rng_key, root, recurrent_fn, invalid, search)
+    return mctx.muzero_policy(
+        params,
+        rng_key,
+        root,
+        recurrent_fn,
+        search.num_simulations,
+        invalid_actions=invalid,
+        qtransform=_min_max_q(),
+        dirichlet_fraction=search.dirichlet_fraction,
+        dirichlet_alpha=search.dirichlet_alpha,
+        pb_c_init=search.c_init,
+        pb_c_base=search.c_base,
+        temperature=1.0,
+        loop_fn=loop_fn,
+    )
+
+
+def gumbel(params, rng_key, root, recurrent_fn, invalid, search: SearchConfig, loop_fn=jax.lax.fori_loop):
+    """Gumbel MuZero (mctx.gumbel_muzero_policy, `run_search`'s docstring). Its sequential halving plans the whole
+    budget in advance, so it does not continue a kept tree."""
+    return mctx.gumbel_muzero_policy(
+        params,
+        rng_key,
+        root,
+        recurrent_fn,
+        search.num_simulations,
+        invalid_actions=invalid,
+        max_num_considered_actions=search.max_num_considered_actions,
+        gumbel_scale=search.gumbel_scale,
+        loop_fn=loop_fn,
+    )
+
+
+MASKED = float(jnp.finfo(jnp.float32).min)  # the prior logit of a move the tree may not play (mask_logits' value)
+
+
+def paper_action_selection(rng_key, tree: mctx.Tree, node_index, depth=0, *, c_puct: float) -> jax.Array:
+    """argmax_a Q(s, a) + c_puct · P(s, a) · sqrt(Σ_b N(s, b)) / (1 + N(s, a)) at one node of an unbatched tree
+    (AlphaGo: Silver et al. 2016, Methods, "Selection"); Q = 0 for unvisited edges; moves with a MASKED prior are never
+    chosen. With no visit below the node yet, the highest prior."""
+    del rng_key, depth
+    visits = tree.children_visits[node_index]  # [A] N(s, a)
+    logits = tree.children_prior_logits[node_index]  # [A]
+    prior = jax.nn.softmax(logits)  # P(s, a)
+    q = jnp.where(visits > 0, tree.qvalues(node_index), 0.0)  # W/N from the mover's view at s
+    total = visits.sum()
+    score = q + c_puct * prior * jnp.sqrt(total.astype(prior.dtype)) / (1.0 + visits)
+    score = jnp.where(total > 0, score, prior)
+    return jnp.argmax(jnp.where(logits > MASKED / 2, score, -jnp.inf)).astype(jnp.int32)
+
+
+def most_visited(tree: mctx.Tree) -> jax.Array:
+    """[B] the most visited root action among those the tree may play, ties to the highest prior, then the lowest
+    index. At a root with no legal move but pass, pass."""
+    root = mctx.Tree.ROOT_INDEX
+    logits = tree.children_prior_logits[:, root]  # [B, A]
+    visits = jnp.where(logits > MASKED / 2, tree.children_visits[:, root], -1)
+    top = visits == visits.max(-1, keepdims=True)
+    return jnp.argmax(jnp.where(top, logits, -jnp.inf), axis=-1).astype(jnp.int32)
+
+
+def alphago(params, rng_key, root, recurrent_fn, invalid, search: SearchConfig, loop_fn=jax.lax.fori_loop):
+    """AlphaGo's selection (2016, `paper_action_selection`) at every node with c_puct = search.c_init, no root noise;
+    plays the most visited move (ties to the highest prior), its weights the root's visit distribution."""
+    select = functools.partial(paper_action_selection, c_puct=search.c_init)
+    tree = mctx.search(
+        params=params,
+        rng_key=rng_key,
+        root=root,
+        recurrent_fn=recurrent_fn,
+        root_action_selection_fn=select,
+        interior_action_selection_fn=select,
+        num_simulations=search.num_simulations,
+        invalid_actions=invalid,
+        loop_fn=loop_fn,
+    )
+    return mctx.PolicyOutput(action=most_visited(tree), action_weights=tree.summary().visit_probs, search_tree=tree)
+
+
+register("puct", SearchMethod(puct))
+register("gumbel", SearchMethod(gumbel, continues=False))
+register("alphago", SearchMethod(alphago))
 
 
 def _puct_terms(tree: mctx.Tree, c_init: float, c_base: float) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:

@@ -37,10 +37,15 @@ def _show(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[: limit - 10]}… ({len(text)} characters)"
 
 
-def check(config: "Config", num_devices: int = 1) -> None:
-    """Raises ConfigError on the first invalid value of `config` for a run on `num_devices` devices."""
+def check(config: "Config", num_devices: int = 1, search_methods: tuple[str, ...] = ("puct", "gumbel")) -> None:
+    """Raises ConfigError on the first invalid value of `config` for a run on `num_devices` devices; `search_methods`:
+    the names the search keys may take (az_jax/core/search.py's METHODS)."""
     get_game_or_error(config.game)
     _check_numbers(config)
+    for key, allowed in (("search", search_methods), ("eval_search", ("", *search_methods))):
+        if getattr(config, key) not in allowed:
+            shown = ", ".join(repr(a) if a == "" else a for a in allowed)
+            raise ConfigError(f"{key} must be one of {shown}, got {_show(getattr(config, key))}")
     positive = [
         "num_iterations",
         "num_blocks",

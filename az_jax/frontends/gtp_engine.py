@@ -133,6 +133,7 @@ class GoEngine(GoSearch):
         capacity: int | None = None,
         chunk: int = 32,
         seed: int = 0,
+        search: str = "puct",
         log: Callable[[str], None] | None = None,
     ):
         game = agent.config.game
@@ -146,7 +147,7 @@ class GoEngine(GoSearch):
         self.size = int(agent.env._game.size)
         self.trained_komi = float(agent.env._game.komi)
         self.simulations, self.resign_threshold = simulations, resign_threshold
-        self.capacity, self.chunk, self.seed = capacity, chunk, seed
+        self.capacity, self.chunk, self.seed, self.search = capacity, chunk, seed, search
         self.log = log or (lambda text: print(text, file=sys.stderr, flush=True))
         self.finished = False  # after quit
         self._id = ""  # the id of the command being run

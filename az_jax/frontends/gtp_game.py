@@ -42,6 +42,7 @@ class GoGame:
     capacity: int | None
     chunk: int
     seed: int
+    search: str
     _envs: dict[float, tuple[pgx.Env, Callable, Callable, TreeSearch]]
     _moves: list[tuple[int, ...]]
     _states: list[pgx.State]
@@ -60,7 +61,9 @@ class GoGame:
                     history_length=base.history_length,
                     max_terminal_steps=base.max_termination_steps,
                 )
-            ts = TreeSearch(self.agent, env=env, capacity=self.capacity, chunk=self.chunk, seed=self.seed)
+            ts = TreeSearch(
+                self.agent, env=env, capacity=self.capacity, chunk=self.chunk, seed=self.seed, search=self.search
+            )
             init = jax.jit(env.init)
             step = jax.jit(lambda state, action: env.step(state, action))
             if len(self._envs) >= KOMI_ENVS:

@@ -3,8 +3,9 @@ carried over to the next move (tree reuse). mctx keeps no tree between calls; th
 
 API (batch of one game; host-side object around jitted pure functions):
 
-    ts = TreeSearch(agent, capacity=None, chunk=32)   # agent: az_jax.runtime.agent.Agent; env: agent.env unless given;
-                                    # capacity None: default_capacity(env)
+    ts = TreeSearch(agent, capacity=None, chunk=32, search="puct")
+                                    # agent: az_jax.runtime.agent.Agent; env: agent.env unless given; capacity None:
+                                    # default_capacity(env); search: a method of az_jax/core/search.py that continues
     ts.reset(state)                 # an unbatched pgx state: a fresh root, no tree
     ts.search(64)                   # adds up to 64 simulations to the tree (fewer once `capacity` is full); returns
                                     # how many it added
@@ -22,24 +23,25 @@ API (batch of one game; host-side object around jitted pure functions):
                                     # `max_visits` visits, stop() is true (checked between chunks) or the tree is full;
                                     # calls on_chunk() after each chunk (live analysis); returns simulations added
 
-How the tree is continued, using mctx's public API only: `mctx.muzero_policy` takes a `loop_fn` that runs its
-simulation loop `loop_fn(0, num_simulations, body, (key, fresh_tree))`. Ours runs the same body on the kept tree
-from simulation `start` instead. In mctx every simulation adds exactly one node, numbered `simulation + 1` (the depth
-limit is the tree's capacity, never reached), so a tree whose root has V visits holds nodes 0..V−1 and the next
-simulation is number V − 1. The search is PUCT without root noise (AlphaZero, Methods: evaluation and matches) and
-deterministic but for mctx's tie-breaking noise (1e-7 · uniform added to the PUCT scores), whose key we make a
-function of the simulation's number (`fold_in(tree key, number)`). So chunks of 16 + 16 simulations give the same tree
-as one search of 32 (tests/test_tree_search.py checks it), and a reused subtree is the tree a search from that
-position would have grown after the simulations that passed through it (the same visits, where no two PUCT scores
-tie exactly: the tie-breaks are drawn with other numbers).
+How the tree is continued, using mctx's public API only: a search method (az_jax/core/search.py; mctx's policies and
+mctx.search) takes a `loop_fn` that runs its simulation loop `loop_fn(0, num_simulations, body, (key, fresh_tree))`.
+Ours runs the same body on the kept tree from simulation `start` instead. In mctx every simulation adds exactly one
+node, numbered `simulation + 1` (the depth limit is the tree's capacity, never reached), so a tree whose root has V
+visits holds nodes 0..V−1 and the next simulation is number V − 1. The search is PUCT without root noise (AlphaZero,
+Methods: evaluation and matches) and deterministic but for mctx's tie-breaking noise (1e-7 · uniform added to the PUCT
+scores), whose key we make a function of the simulation's number (`fold_in(tree key, number)`). So chunks of 16 + 16
+simulations give the same tree as one search of 32 (tests/test_tree_search.py checks it), and a reused subtree is the
+tree a search from that position would have grown after the simulations that passed through it (the same visits, where
+no two PUCT scores tie exactly: the tie-breaks are drawn with other numbers).
 
 Reuse: after `play(a)`, the node reached by `a` becomes the root: its subtree (node_visits[a] nodes, the root's count
 included) is copied to nodes 0..V−1 in the order of its node numbers, so a parent still comes before its children and
 the simulations added next number on from V − 1 as above. A node reached by an action never searched gives a fresh
 root. The priors kept in the subtree are the network's at that node (no noise ever enters an engine's tree), which is
 what a fresh root there would get, so the continued search is a search from the new position with a head start.
-Gumbel search is not continued: its sequential halving plans the whole budget in advance; an engine searches by PUCT
-(the run's c_init and c_base) whatever the run's acting search.
+An engine searches by the method it is given (`search`, default PUCT with the run's c_init and c_base), whatever the
+run's acting search; a method that plans its budget ahead (Gumbel's sequential halving) cannot be continued and is
+refused (ValueError, one line).
 """
 
 import dataclasses
@@ -79,30 +81,28 @@ def _unbatched(state: pgx.State) -> pgx.State:
 class _Programs:
     """The jitted pure functions of one (network, game, capacity, chunk): shared by every TreeSearch that uses them."""
 
-    def __init__(self, apply_fn, env: pgx.Env, c_init: float, c_base: float, capacity: int):
+    def __init__(self, apply_fn, env: pgx.Env, c_init: float, c_base: float, capacity: int, search: str = "puct"):
         self.env = env
         self.capacity = capacity
         recurrent_fn = search_lib.make_recurrent_fn(env, apply_fn)
+        method = search_lib.method(search)
+        if not method.continues:
+            raise ValueError(
+                f"the search method {search!r} cannot continue a kept tree; an engine searches by one that can"
+            )
+        # the tree holds the root and one node per simulation; no root noise (AlphaZero, Methods: evaluation)
+        settings = search_lib.SearchConfig(
+            num_simulations=capacity - 1, algorithm=search, c_init=c_init, c_base=c_base, dirichlet_fraction=0.0
+        )
 
         def policy(variables, key, state, loop_fn):
-            """mctx.muzero_policy on one batched state [1, ...], its loop replaced by `loop_fn`; -> the tree."""
+            """The search method on one batched state [1, ...], its loop replaced by `loop_fn`; -> the tree."""
             logits, value = apply_fn(variables, state.observation)
             root = mctx.RootFnOutput(
                 prior_logits=search_lib.mask_logits(logits, state.legal_action_mask), value=value, embedding=state
             )
-            return mctx.muzero_policy(
-                variables,
-                key,
-                root,
-                recurrent_fn,
-                capacity - 1,  # simulations: the tree holds the root and one node per simulation
-                invalid_actions=~state.legal_action_mask,
-                qtransform=functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0),
-                dirichlet_fraction=0.0,
-                pb_c_init=c_init,
-                pb_c_base=c_base,
-                loop_fn=loop_fn,
-            ).search_tree
+            invalid = ~state.legal_action_mask
+            return method.run(variables, key, root, recurrent_fn, invalid, settings, loop_fn=loop_fn).search_tree
 
         def fresh(variables, key, state):
             """A tree of the root alone (mctx's own initial tree: root evaluated, one visit)."""
@@ -226,14 +226,22 @@ def engine_programs(
 
 
 @functools.cache
-def _programs(apply_fn, env, c_init, c_base, capacity) -> _Programs:
-    return _Programs(apply_fn, env, c_init, c_base, capacity)
+def _programs(apply_fn, env, c_init, c_base, capacity, search="puct") -> _Programs:
+    return _Programs(apply_fn, env, c_init, c_base, capacity, search)
 
 
 class TreeSearch:
     """See the module docstring. Not thread-safe: one thread searches it at a time."""
 
-    def __init__(self, agent, env: pgx.Env | None = None, capacity: int | None = None, chunk: int = 32, seed: int = 0):
+    def __init__(
+        self,
+        agent,
+        env: pgx.Env | None = None,
+        capacity: int | None = None,
+        chunk: int = 32,
+        seed: int = 0,
+        search: str = "puct",
+    ):
         env = env if env is not None else agent.env
         capacity = default_capacity(env) if capacity is None else capacity
         if capacity < 2 or chunk < 1:
@@ -244,7 +252,7 @@ class TreeSearch:
         self.chunk = chunk
         self.variables = agent.variables
         config = agent.config
-        self._programs = _programs(agent.setup.apply_fn, self.env, config.c_init, config.c_base, capacity)
+        self._programs = _programs(agent.setup.apply_fn, self.env, config.c_init, config.c_base, capacity, search)
         self._key = jax.random.key(seed)
         self._tree_key = self._key
         self.reused = 0

@@ -130,6 +130,7 @@ class UciEngine(UciPosition, UciSearch):
         capacity: int | None = DEFAULT_CAPACITY,
         chunk: int = DEFAULT_CHUNK,
         seed: int = 0,
+        search: str = "puct",
         info_interval_s: float = INFO_INTERVAL_S,
     ):
         """`agent`: a chess Agent, or a function that loads one (called by the warm-up, or by the first command that
@@ -139,7 +140,7 @@ class UciEngine(UciPosition, UciSearch):
         if isinstance(agent, Agent):
             _check_chess(agent)
         self._load: Callable[[], Agent] = agent if not isinstance(agent, Agent) else (lambda: agent)
-        self._tree_options: dict[str, Any] = {"capacity": capacity, "chunk": chunk, "seed": seed}
+        self._tree_options: dict[str, Any] = {"capacity": capacity, "chunk": chunk, "seed": seed, "search": search}
         self.agent: Agent | None = None
         self.env: Any = None
         self.tree: TreeSearch | None = None

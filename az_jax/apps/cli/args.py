@@ -80,6 +80,31 @@ def check_game_overrides(game: str, overrides: list[str]) -> None:
             raise UsageError(f"--game {game} and --set {item.strip()} disagree; give the game with --game only")
 
 
+def add_search(parser) -> None:
+    """`--search NAME`: the engine's search method (az_jax/core/search.py's METHODS, checked by `engine_search`)."""
+    parser.add_argument(
+        "--search",
+        default="puct",
+        metavar="NAME",
+        help="the search method (puct, alphago, or one registered in az_jax/core/search.py) that grows the tree kept "
+        "between moves; default puct",
+    )
+
+
+def engine_search(name: str) -> str:
+    """`name` if it is a search method that can continue a kept tree; a UsageError (one line) otherwise."""
+    from az_jax.core import search as search_lib  # starts JAX's backend: only once main has set the devices up
+
+    try:
+        method = search_lib.method(name)
+    except ValueError as e:
+        raise UsageError(f"--search: {e}") from None
+    if not method.continues:
+        able = ", ".join(n for n, m in search_lib.METHODS.items() if m.continues)
+        raise UsageError(f"--search: {name} plans its budget ahead and cannot continue an engine's tree; use {able}")
+    return name
+
+
 def add_weights(parser) -> None:
     """`--weights best|latest`: which weights of a run play (az_jax.runtime.agent.load_agent's `weights`)."""
     parser.add_argument(

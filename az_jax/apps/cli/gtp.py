@@ -11,7 +11,17 @@ import math
 import re
 import sys
 
-from az_jax.apps.cli.args import MAX_SIMULATIONS, UsageError, add_weights, bounded_int, non_negative_int, path, seed
+from az_jax.apps.cli.args import (
+    MAX_SIMULATIONS,
+    UsageError,
+    add_search,
+    add_weights,
+    bounded_int,
+    engine_search,
+    non_negative_int,
+    path,
+    seed,
+)
 
 
 def _resign_threshold(text: str) -> float:
@@ -51,6 +61,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--chunk", type=bounded_int(1, 65_536), default=32, help="simulations per search call (time checks between)"
     )
     parser.add_argument("--seed", type=seed, default=0, help="the search's tie-breaking noise")
+    add_search(parser)
     add_weights(parser)
     return parser
 
@@ -70,6 +81,7 @@ def run(args) -> int:
         capacity=args.capacity,
         chunk=args.chunk,
         seed=args.seed,
+        search=engine_search(args.search),
     )
     sims = args.simulations or agent.default_simulations
     print(

@@ -10,7 +10,17 @@ waits for that (the first time: seconds on a GPU, tens of seconds for pgx chess 
 import argparse
 import os
 
-from az_jax.apps.cli.args import MAX_SIMULATIONS, UsageError, add_weights, bounded_int, non_negative_int, path, seed
+from az_jax.apps.cli.args import (
+    MAX_SIMULATIONS,
+    UsageError,
+    add_search,
+    add_weights,
+    bounded_int,
+    engine_search,
+    non_negative_int,
+    path,
+    seed,
+)
 
 MAX_CAPACITY = 1 << 24  # tree nodes; each holds a pgx chess state and its children's statistics (~150 kB)
 
@@ -34,6 +44,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "a larger tree makes every simulation slower on CPU)",
     )
     parser.add_argument("--seed", type=seed, default=0)
+    add_search(parser)
     add_weights(parser)
     return parser
 
@@ -45,6 +56,7 @@ def run(args) -> int:
     from az_jax.frontends.uci_engine import serve  # the same
     from az_jax.runtime.agent import load_agent  # starts JAX's backend: after main's device set-up
 
+    search = engine_search(args.search)
     if not os.path.isdir(args.run_dir):
         raise UsageError(f"no run or checkpoint at {os.path.abspath(args.run_dir)}")
 
@@ -64,6 +76,7 @@ def run(args) -> int:
     # Bytes that are not UTF-8 (a GUI's junk) become U+FFFD instead of ending the engine with a decode error.
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
     try:
-        return serve(load, stdin, sys.stdout, simulations=args.simulations, capacity=args.capacity, seed=args.seed)
+        options = {"simulations": args.simulations, "capacity": args.capacity, "seed": args.seed, "search": search}
+        return serve(load, stdin, sys.stdout, **options)
     except KeyboardInterrupt:  # Ctrl-C in a terminal session: the engine ends as at `quit`
         return 130
