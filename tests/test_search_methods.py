@@ -28,7 +28,7 @@ from az_jax.runtime.agent import load_agent
 
 from conftest import TINY_NETWORK, tiny_variables
 
-TRACED = []  # one entry each time the toy's selection is traced (a jitted program that uses it was built)
+TRACED: list[int] = []  # one entry each time the toy's selection is traced (a jitted program that uses it was built)
 
 
 def prior_first(rng_key, tree, node_index, depth=0):
