@@ -8,7 +8,7 @@ Length caps are enforced by pgx itself (its `terminated` flag), so self-play onl
 
 Dirichlet alpha: AlphaZero sets it "in inverse proportion to the approximate number of legal moves in a typical
 position" (chess 0.3, shogi 0.15, Go 0.03). For the games the papers do not cover we use alpha = 10 / L, where L is the
-mean number of legal moves under random play printed by experiments/legal_moves.py (the constant 10 is what the paper
+mean number of legal moves under random play printed by experiments/performance/legal_moves.py (the constant 10 is what the paper
 implies for chess: 0.3 × ~35 legal moves ≈ 10), clipped to at most 1.0 (alpha > 1 makes the noise nearly uniform and
 drowns the prior). Go 9×9 takes the paper's Go value scaled by board area, 0.03 × 361 / 81 ≈ 0.13. Random play
 undercounts the legal moves of real games where pieces develop (chess: 22.6 random vs ~35 typical), noted per game.
@@ -35,7 +35,7 @@ class GameSpec:
 
     name: str  # registry name, equal to pgx's env id
     dirichlet_alpha: float  # root noise concentration (see module docstring)
-    typical_legal_moves: float  # L used to pick dirichlet_alpha (experiments/legal_moves.py, random play)
+    typical_legal_moves: float  # L used to pick dirichlet_alpha (experiments/performance/legal_moves.py, random play)
     max_length: int  # ply cap enforced by pgx (or the longest possible game where the rules end it)
     cap_rule: CapRule  # what a game at the cap counts as: draw, scored by the rules, or no cap needed
     temperature_moves: int  # plies sampled ∝ visit counts before playing greedily (paper: 30 for Go/chess)

@@ -37,7 +37,8 @@ pytestmark = pytest.mark.usefixtures("fast_compiles")
 # --- the variant and its switches ----------------------------------------------------------------------------------
 def test_variant_sets_the_switches_and_explicit_switches_win():
     small = preset("connect_four", "small")
-    # The small preset is AlphaZero plus one switch of its own, the mirror-image augmentation (experiments/STRENGTH.md)
+    # The small preset is AlphaZero plus one switch of its own, the mirror-image augmentation
+    # (experiments/strength/README.md)
     assert small.variant == "alphazero"
     assert small.switches == {
         "gating": False,

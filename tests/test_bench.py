@@ -1,5 +1,6 @@
-"""The benchmark harness (az_jax/apps/bench.py through experiments/benchmark.py) on a tiny config: it runs, writes its
-JSON, prints the table last, and its figures agree with each other and with a hand count of the network's FLOPs.
+"""The benchmark harness (az_jax/apps/bench.py through experiments/performance/benchmark.py) on a tiny config: it runs,
+writes its JSON, prints the table last, and its figures agree with each other and with a hand count of the network's
+FLOPs.
 
 It runs in a subprocess so that XLA can be told to spend little time optimising the machine code (compile time is
 most of this test; the figures checked here do not depend on it): optimisation level 0, no expensive LLVM passes, and
@@ -52,7 +53,7 @@ def bench(tmp_path_factory):
     result = subprocess.run(
         [
             sys.executable,
-            os.path.join(ROOT, "experiments", "benchmark.py"),
+            os.path.join(ROOT, "experiments", "performance", "benchmark.py"),
             "--game",
             "connect_four",
             "--devices",

@@ -160,8 +160,8 @@ def test_eval_search_picks_the_search_of_greedy_play():
 
 
 def test_puct_target_at_few_simulations_on_go_is_one_hot_where_gumbels_is_the_prior():
-    # Why PUCT at the small preset's 32 simulations does not learn go_9x9 (experiments/GO_9X9.md), on the empty board
-    # with a network that has no opinion (uniform prior over the 82 legal actions, value 0), no noise.
+    # Why PUCT at the small preset's 32 simulations does not learn go_9x9 (experiments/go_9x9/README.md), on the empty
+    # board with a network that has no opinion (uniform prior over the 82 legal actions, value 0), no noise.
     env, _ = envs.make_env("go_9x9")
     apply_fn, variables = uninformative_model(env)
     states = jax.vmap(env.init)(jax.random.split(jax.random.key(0), 1))

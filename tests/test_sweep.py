@@ -13,7 +13,7 @@ from az_jax.apps import sweep as sweep_lib
 from az_jax.core.config import ConfigError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "experiments", "sweep.py")
+SCRIPT = os.path.join(ROOT, "experiments", "sweeps", "sweep.py")
 TINY = [
     "num_blocks=1",
     "num_channels=8",

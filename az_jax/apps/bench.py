@@ -1,8 +1,8 @@
 """Performance harness: throughput, where a self-play step's time goes, compile time, memory, FLOPs and MFU.
 
 `run_benchmark(config)` measures one game/config on the devices it is given and returns a JSON-ready dict; the CLI
-(`az-jax bench`, experiments/benchmark.py) prints it and a short table (`format_table`). Everything is timed with
-`jax.block_until_ready` after a warm-up call, and each figure is the median of `repeats` timed calls.
+(`az-jax bench`, experiments/performance/benchmark.py) prints it and a short table (`format_table`). Everything is timed
+with `jax.block_until_ready` after a warm-up call, and each figure is the median of `repeats` timed calls.
 
 What is measured (all over the same 1-D device mesh as training; per-device batches are B_local = B / devices):
   * self-play: `selfplay_program` (S plies of B games) -> positions/s = B·S / t, simulations/s = positions/s · sims;

@@ -94,7 +94,7 @@ def member_looped(fn: Callable) -> Callable:
     with reverse-mode autodiff (a custom_vjp whose backward pass recomputes the forward pass, also per member).
 
     Why: vmapping a network over its parameters turns each convolution into a grouped convolution, which XLA:CPU runs
-    slower than the members' convolutions one after another (experiments/PERFORMANCE.md §7). Only the network is
+    slower than the members' convolutions one after another (experiments/performance/README.md §7). Only the network is
     looped; the search, the games and the optimizer stay vmapped."""
     forward = custom_batching.custom_vmap(fn)
     forward.def_vmap(_loop_rule(fn))

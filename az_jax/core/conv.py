@@ -3,8 +3,8 @@
 JAX differentiates `lax.conv_general_dilated` into convolutions with unusual dimension numbers (the weight gradient
 treats the batch as the contracted feature: `f01b_i01o->01bf`). At the top level of a program XLA:CPU rewrites those
 into its canonical NHWC / HWIO form and runs them on Eigen, but inside a loop body (a `lax.scan` of gradient steps) it
-does not, and runs them on a generic kernel an order of magnitude slower (`python experiments/conv_gradient.py`
-measures it; experiments/PERFORMANCE.md §4).
+does not, and runs them on a generic kernel an order of magnitude slower (`python -m
+experiments.performance.conv_gradient` measures it; experiments/performance/README.md §4).
 
 `conv_general_dilated` below has `lax.conv_general_dilated`'s signature and the same forward pass. Its custom VJP
 states the two gradients as canonical convolutions (explicit transposes, a flipped kernel), which XLA:CPU runs on

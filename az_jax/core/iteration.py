@@ -192,7 +192,7 @@ def learn(
 
     def step(carry, key):
         # The step always runs and `ready` selects its result: a lax.cond would put the network's backward pass in a
-        # nested computation, which XLA:CPU runs far slower (experiments/PERFORMANCE.md).
+        # nested computation, which XLA:CPU runs far slower (experiments/performance/README.md).
         batch = replay_lib.sample(
             buffer,
             key,

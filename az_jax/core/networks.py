@@ -135,8 +135,8 @@ class AlphaZeroNet(nn.Module):
 def make_network(config, num_actions: int, axis_name: str | None = None, platform: str | None = None) -> AlphaZeroNet:
     """The network of `config` for devices of `platform` (default: JAX's default backend). On CPU its convolutions
     take az_jax/core/conv.py's gradient, which XLA:CPU runs at full speed inside the learner's `lax.scan` of gradient
-    steps (same values; experiments/PERFORMANCE.md §4); accelerators keep JAX's own, also when the program is compiled
-    for them on a CPU machine (`az-jax preflight`)."""
+    steps (same values; experiments/performance/README.md §4); accelerators keep JAX's own, also when the program is
+    compiled for them on a CPU machine (`az-jax preflight`)."""
     dtype = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}[config.compute_dtype]
     platform = platform or jax.default_backend()
     conv = conv_lib.conv_general_dilated if platform == "cpu" else lax.conv_general_dilated

@@ -63,8 +63,8 @@ def _small(game: str) -> Config:
     # board's symmetries: the connect_four, othello, hex and go_9x9 presets (measurements below)
     gumbel16_symmetries: dict[str, Any] = dict(search="gumbel", num_simulations=16, augment_symmetries=True)
     per_game: dict[str, dict[str, Any]] = {
-        # Checked move by move against minimax in all 4,520 reachable positions (experiments/TIC_TAC_TOE.md): τ = 1
-        # for the whole game, Dirichlet ε = 0.5 and a value target mixed 0.75 with the root's search value took the
+        # Checked move by move against minimax in all 4,520 reachable positions (experiments/tic_tac_toe/README.md): τ =
+        # 1 for the whole game, Dirichlet ε = 0.5 and a value target mixed 0.75 with the root's search value took the
         # raw policy from 116-286 wrong moves to 9-36 and 32-simulation search from 18-33 to 0-2 (PUCT) and 0
         # (Gumbel's greedy move, which is chosen by value: `eval_search`). 4 positions trained per generated.
         "tic_tac_toe": dict(
@@ -81,10 +81,11 @@ def _small(game: str) -> Config:
             eval_search="gumbel",
         ),
         # Gumbel MuZero's search and policy target at 16 simulations, and the mirror image of half the trained
-        # positions (experiments/STRENGTH.md, §3): after 8 minutes on one core, 3 seeds, the share of optimal moves on
-        # the solver set went from 0.58 raw / 0.76 with 64-simulation search (PUCT-32, no symmetries) to 0.70 / 0.83.
+        # positions (experiments/strength/README.md, §3): after 8 minutes on one core, 3 seeds, the share of optimal
+        # moves on the solver set went from 0.58 raw / 0.76 with 64-simulation search (PUCT-32, no symmetries) to 0.70 /
+        # 0.83.
         #
-        # 30-minute runs on one core each (experiments/STRENGTH.md §5): 4 trained positions per generated one
+        # 30-minute runs on one core each (experiments/strength/README.md §5): 4 trained positions per generated one
         # (train_ratio=4) against 2: raw 0.765 / search 0.866 against 0.777 / 0.847, drawn positions 0.694 against
         # 0.641; a 64-channel network and 32 simulations were behind at equal time. 450 iterations are about 25
         # minutes on 2 cores with the evaluations; the rate drops ×0.1 at 85% of the 14,400 steps.
@@ -108,7 +109,7 @@ def _small(game: str) -> Config:
         "othello": dict(num_iterations=140, eval_every=20, eval_games=100, **gumbel16_symmetries),
         "hex": dict(num_iterations=80, eval_every=20, eval_games=100, **gumbel16_symmetries),
         # Gumbel MuZero's search and policy target at 16 simulations, and a random board symmetry on every trained
-        # position (experiments/GO_9X9.md). PUCT's visit target at 32 simulations is spread over 1.9 of ~57 legal
+        # position (experiments/go_9x9/README.md). PUCT's visit target at 32 simulations is spread over 1.9 of ~57 legal
         # moves on average (an unvisited child scores as a loss and its exploration term, C·P·sqrt(N) with
         # P ≈ 1/50, stays below a visited child's Q ≈ 0.5), so it trains the policy on the root noise; Gumbel's
         # completed-Q target improves the prior at any count (Danihelka et al. 2022). Measured after 30 minutes on one

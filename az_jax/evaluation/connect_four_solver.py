@@ -28,7 +28,7 @@ from az_jax.evaluation import positions as positions_lib
 
 NUM_COLUMNS = 6 + 1
 FULL = -100  # stands for a full column's score (no move)
-# The held-out set of 1,000 positions (experiments/connect_four_positions.py made it), in the repository
+# The held-out set of 1,000 positions (experiments/strength/connect_four_positions.py made it), in the repository
 DEFAULT_POSITIONS = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
     "experiments",

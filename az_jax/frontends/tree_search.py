@@ -194,8 +194,8 @@ def default_capacity(env: pgx.Env, budget: int = TREE_BUDGET_BYTES) -> int:
     """The largest power of two in CAPACITY_RANGE whose tree fits `budget` bytes (the smallest if none does).
 
     Why a budget: every simulation's cost grows with the tree's size once the tree outgrows the CPU's caches, whatever
-    the number of nodes in use (`python experiments/tree_capacity.py RUN_DIR`; a go_9x9 run, 7.7 kB a node, 2-core
-    CPU with one other busy process: 1.3 ms a simulation at 256 nodes, 1.9 at 1024, 2.3 at 2048, 9.9 at 8192).
+    the number of nodes in use (`python -m experiments.engine.tree_capacity RUN_DIR`; a go_9x9 run, 7.7 kB a node,
+    2-core CPU with one other busy process: 1.3 ms a simulation at 256 nodes, 1.9 at 1024, 2.3 at 2048, 9.9 at 8192).
     go_9x9 gets 2048 nodes, go_19x19 and chess 256; engines take --capacity to trade speed for the most visits one
     position can hold."""
     per_node = node_bytes(env)

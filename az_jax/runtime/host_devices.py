@@ -3,8 +3,8 @@
 On the CPU backend XLA makes one device per `jax_num_cpu_devices`, and every device runs its convolutions and matmuls
 on a shared Eigen thread pool as wide as the machine. With one device per core, each device's Eigen work then spreads
 over every core while the other devices do the same, and the cores are oversubscribed. Giving each device one thread
-(`--xla_cpu_multi_thread_eigen=false`) fixes that (measured in experiments/PERFORMANCE.md §2). With fewer devices than
-cores the pool stays wide, so one device still uses every core for large convolutions.
+(`--xla_cpu_multi_thread_eigen=false`) fixes that (measured in experiments/performance/README.md §2). With fewer devices
+than cores the pool stays wide, so one device still uses every core for large convolutions.
 
 Both settings must be in place before JAX starts its backend (before any array exists).
 """

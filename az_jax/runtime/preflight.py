@@ -12,9 +12,10 @@ How a program's peak is estimated, per device:
   * gating and evaluation matches: the whole state stays resident beside them, so state + outputs + temporaries;
   * the engine's search (`az-jax gtp/uci`: one game on one device, a process of its own): arguments (the network,
     the tree) + outputs − aliased + temporaries.
-On a GPU the estimate is raised to what was measured against it on an H100 (experiments/results/gpu/README.md:
-the device's peak was 1.17× the plan on a 5 GiB iteration, plus about 0.2 GiB the plan does not see): × 1.2 + 0.25
-GiB. A TPU plan is taken as the TPU compiler states it (it refuses programs whose temporaries exceed HBM).
+On a GPU the estimate is raised to what was measured against it on an H100
+(experiments/accelerators/results/gpu/README.md: the device's peak was 1.17× the plan on a 5 GiB iteration, plus about
+0.2 GiB the plan does not see): × 1.2 + 0.25 GiB. A TPU plan is taken as the TPU compiler states it (it refuses programs
+whose temporaries exceed HBM).
 """
 
 import dataclasses

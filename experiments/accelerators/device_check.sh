@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The accelerator check, in one command that fits a short GPU lease (about 9 minutes on one H100):
+#
+#   experiments/accelerators/device_check.sh OUT_DIR [gpu|tiny] [STEPS]
+#
+# STEPS (default "tests bench memory peer mfu") picks steps; "split" (not in the default) benches go_9x9 at the pgx
+# example's scale for where a ply's time goes. PEER_PLIES / PEER_ITERATIONS change the side-by-side's plies per
+# iteration (default 32) and iterations (default 4).
+#
+# 1. it runs: a handful of tests on the device, `az-jax bench` of the connect_four and go_9x9 small presets (JSON;
+#    `compile.no_recompile_after_first_iteration` says whether the iteration retraced);
+# 2. the memory plan: experiments/accelerators/memory_check.py, one process per config: XLA's compile-time memory analysis of the
+#    training iteration against the device's peak bytes in use after running it;
+# 3. pgx's own AlphaZero example side by side (experiments/peers/peer_pgx_example.py --az-jax, the two interleaved in one
+#    process): go_9x9, 1,024 games, 6 × 128, Gumbel with 32 simulations, training batch 4,096;
+# 4. self-play utilisation at AlphaZero's scale (experiments/accelerators/selfplay_mfu.py): go_19x19, 19 × 256, bfloat16.
+#
+# Each step has its own time limit and the script goes on after a failure (the log says which). Everything goes to
+# OUT_DIR: log.txt (all output), env.txt, tests.txt, bench_*.json, memory.jsonl, peer_go_9x9.json, mfu_go_19x19.json.
+# `tiny` runs the same steps with tiny settings (a CPU machine, minutes), to check the script itself.
+#
+# On the lent machine, the packages its image lacks (pgx, mctx, ... and for the example dm-haiku, omegaconf, pydantic)
+# travel as wheels in .whl/, and the example's two files (examples/alphazero/{train,network}.py of
+# https://github.com/sotetsuk/pgx, never committed here) in .pgx_example/; both are ignored paths.
+set -u
+OUT_DIR=${1:?usage: experiments/accelerators/device_check.sh OUT_DIR [gpu|tiny]}
+SCALE=${2:-gpu}
+STEPS=" ${3:-tests bench memory peer mfu} "
+want() { [[ "$STEPS" == *" $1 "* ]]; }
+mkdir -p "$OUT_DIR"
+exec > >(tee -a "$OUT_DIR/log.txt") 2>&1
+cd "$(dirname "$0")/../.."
+PY=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=1
+START=$(date +%s)
+step() { echo "=== [$(($(date +%s) - START)) s] $*"; }
+run() {  # run LIMIT_SECONDS command...: the command's status, or 124 when it ran out of time
+  local limit=$1; shift
+  timeout --kill-after=5 "$limit" "$@"; local rc=$?
+  [ $rc -ne 0 ] && echo "!!! exit $rc: $*"
+  return $rc
+}
+
+if [ -z "${NO_WHEELS:-}" ] && ls .whl/*.whl >/dev/null 2>&1; then
+  step "installing the carried wheels"
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || echo "!!! wheel install failed"
+  export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
+else
+  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+fi
+AZ="$PY -m az_jax.apps.cli"
+
+if [ "$SCALE" = tiny ]; then
+  BENCH_SETS=(--set num_simulations=4 --set selfplay_batch_size=16 --set batch_size=32 --set num_blocks=1 --set num_channels=8)
+  MEM_SETS=(--set num_simulations=4 --set selfplay_batch_size=16 --set batch_size=32 --set num_blocks=1 --set num_channels=8)
+  PEER=(--selfplay-batch 16 --plies 4 --training-batch 32 --simulations 4 --iterations 3)
+  MFU=(--game go_9x9 --preset small --set compute_dtype=bfloat16 --set num_simulations=4 --set selfplay_batch_size=8
+       --set selfplay_steps=2 --set num_blocks=1 --set num_channels=8 --set replay_capacity=4096)
+  TESTS=(tests/test_conv.py)
+  PEER_SCALE=(--set num_simulations=4 --set selfplay_batch_size=16 --set batch_size=32 --set num_blocks=1
+              --set num_channels=8)
+  MEM_CONFIGS=("connect_four small" "go_9x9 small")
+else
+  BENCH_SETS=()
+  MEM_SETS=()
+  # the example's default scale; 32 plies an iteration (its default is 256) to fit the lease: both sides play the
+  # same plies and train on every position once
+  PEER=(--selfplay-batch 1024 --plies "${PEER_PLIES:-32}" --training-batch 4096 --simulations 32
+        --iterations "${PEER_ITERATIONS:-4}")
+  MFU=(--game go_19x19 --preset paper --set compute_dtype=bfloat16 --set num_simulations=32
+       --set selfplay_batch_size=1024 --set selfplay_steps=2 --set replay_capacity=131072)
+  TESTS=(tests/test_search.py tests/test_learner.py tests/test_replay.py tests/test_conv.py tests/test_targets.py
+         tests/test_parallel.py)
+  PEER_SCALE=(--set num_simulations=32 --set selfplay_batch_size=1024 --set batch_size=4096 --set num_blocks=6
+              --set num_channels=128)
+  MEM_CONFIGS=("connect_four small" "go_9x9 small" "go_9x9 small --set selfplay_batch_size=1024 --set num_blocks=6 --set num_channels=128 --set num_simulations=32 --set batch_size=4096")
+fi
+
+step "environment"
+{
+  date -u; uname -a; nvidia-smi 2>/dev/null || echo "no nvidia-smi"
+  $PY -c "import jax, sys; print(sys.version); print('jax', jax.__version__, jax.default_backend(), jax.devices())"
+  $PY -m pip list 2>/dev/null | grep -i -E '^(jax|jaxlib|jax-cuda|flax|optax|chex|orbax|numpy|mctx|pgx|dm-haiku) '
+} > "$OUT_DIR/env.txt" 2>&1
+cat "$OUT_DIR/env.txt"
+
+# 1 + 2. Tests, then the memory checks, in the background (no timings taken there; each process allocates on demand so
+# the bench beside them keeps its memory); the small presets' bench in the foreground.
+step "tests and memory checks (background)"
+(
+  if want tests; then
+    XLA_PYTHON_CLIENT_PREALLOCATE=false run 150 $PY -m pytest -q -p no:cacheprovider -rs "${TESTS[@]}" \
+      > "$OUT_DIR/tests.txt" 2>&1
+    echo "tests exit $?" >> "$OUT_DIR/tests.txt"
+  fi
+  if want memory; then
+    for c in "${MEM_CONFIGS[@]}"; do
+      read -r -a words <<< "$c"
+      XLA_PYTHON_CLIENT_PREALLOCATE=false run 120 $PY experiments/accelerators/memory_check.py --game "${words[0]}" \
+        --preset "${words[1]}" "${words[@]:2}" "${MEM_SETS[@]}" --jsonl "$OUT_DIR/memory.jsonl"
+    done
+  fi
+) &
+BACKGROUND=$!
+
+if want bench; then
+  for game in connect_four go_9x9; do
+    step "bench $game small"
+    run 150 $AZ bench --game $game --preset small "${BENCH_SETS[@]}" --repeats 2 \
+      --json "$OUT_DIR/bench_${game}_small.json"
+  done
+fi
+if want split; then  # the like-for-like config of the side by side (experiments/peers/peer_pgx_example.py)
+  step "bench go_9x9 at the pgx example's scale"
+  run 150 $AZ bench --game go_9x9 --preset small "${PEER_SCALE[@]}" --set train_ratio=1 --set aux_ownership_weight=0 \
+    --set aux_score_weight=0 --set augment_symmetries=false --repeats 2 --json "$OUT_DIR/bench_go_9x9_pgx_scale.json"
+fi
+step "waiting for the tests and memory checks"
+wait $BACKGROUND
+[ -f "$OUT_DIR/tests.txt" ] && tail -5 "$OUT_DIR/tests.txt"
+
+# 3. pgx's example side by side.
+if ! want peer; then
+  :
+elif [ -f .pgx_example/train.py ]; then
+  step "pgx example side by side"
+  run 200 $PY experiments/peers/peer_pgx_example.py --example-dir .pgx_example --game go_9x9 "${PEER[@]}" --az-jax \
+    --json "$OUT_DIR/peer_go_9x9.json"
+else
+  step "no .pgx_example/train.py: pgx example skipped"
+fi
+
+# 4. Utilisation at AlphaZero's scale.
+if want mfu; then
+  step "self-play MFU"
+  run 170 $PY experiments/accelerators/selfplay_mfu.py "${MFU[@]}" --json "$OUT_DIR/mfu_go_19x19.json"
+fi
+
+step "done"

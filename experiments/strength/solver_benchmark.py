@@ -1,0 +1,131 @@
+"""Connect four against the exact solver: the share of optimal moves of a run's raw policy and of its N-simulation
+search on the labelled position set (az_jax/evaluation/connect_four_solver.py), overall and in won / drawn positions,
+and optionally its score against rollout MCTS (`az-jax eval`).
+
+    python -m experiments.strength.solver_benchmark RUN_DIR [RUN_DIR ...] [--step K] [--simulations 64]
+        [--positions experiments/data/connect_four_positions.jsonl] [--mcts 200,1000 --games 100] [--json FILE]
+        [--by-depth] [--search puct|gumbel]
+
+Any other connect-four player is scored the same way: wrap it as a `(states, key) -> actions` function and call
+`connect_four_solver.evaluate`.
+"""
+
+import argparse
+import dataclasses
+import json
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from az_jax.evaluation import connect_four_solver as solver_lib
+from az_jax.evaluation.evaluate import evaluate
+from az_jax.evaluation.positions import states_from_moves
+from az_jax.runtime.agent import load_agent
+from az_jax.runtime.checkpoint import CheckpointError
+
+DEFAULT_POSITIONS = solver_lib.DEFAULT_POSITIONS
+
+
+# Stones on the board: the depth buckets of `--by-depth`
+DEPTHS = ((0, 8), (8, 16), (16, 24), (24, 42))
+
+
+def benchmark_agent(agent, positions: solver_lib.PositionSet, simulations: int, by_depth: bool = False) -> dict:
+    """{"raw": summary, "searchN": summary} and with `by_depth` {"depth": {"a-b": {"raw": share, "searchN": share,
+    "positions": n}}} for the buckets of DEPTHS."""
+    raw_fn = lambda states, key: jnp.argmax(agent.policy_value(states)[0], axis=-1)
+    raw = solver_lib.evaluate(raw_fn, positions, jax.random.key(0))
+    search = solver_lib.evaluate(agent.player(simulations), positions, jax.random.key(1))
+    row = {"raw": raw.summary(), f"search{simulations}": search.summary()}
+    if by_depth:
+        depth, won, drawn = positions.depth, positions.value == 1, positions.value == 0
+        states = states_from_moves(agent.env, positions.moves)
+        value = np.asarray(agent.policy_value(states)[1])  # [P] the network's value for the mover
+        mean = lambda mask: float(value[mask].mean()) if mask.any() else float("nan")
+        row["depth"] = {
+            f"{lo}-{hi - 1}": {
+                "positions": int(m.sum()),
+                "raw": float(raw.optimal[m].mean()),
+                f"search{simulations}": float(search.optimal[m].mean()),
+                "value_won": mean(m & won),
+                "value_drawn": mean(m & drawn),
+            }
+            for lo, hi in DEPTHS
+            if (m := (depth >= lo) & (depth < hi)).any()
+        }
+    return row
+
+
+def line(name: str, summary: dict) -> str:
+    return (
+        f"{name}: {summary['optimal']:.3f} optimal ({summary['positions']} positions; won "
+        f"{summary['optimal_won']:.3f} of {summary['won']}, drawn {summary['optimal_drawn']:.3f} of "
+        f"{summary['drawn']})"
+    )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dirs", nargs="+")
+    parser.add_argument("--step", type=int, default=None)
+    parser.add_argument("--simulations", type=int, default=64)
+    parser.add_argument("--positions", default=DEFAULT_POSITIONS)
+    parser.add_argument(
+        "--mcts", default="", help="comma-separated rollout-MCTS simulation counts to play, e.g. 200,1000"
+    )
+    parser.add_argument("--games", type=int, default=100)
+    parser.add_argument("--json", default=None, help="append one JSON line per run to this file")
+    parser.add_argument("--by-depth", action="store_true", help="also the shares by stones on the board")
+    parser.add_argument(
+        "--search", choices=("puct", "gumbel"), default=None, help="the search to score (default: the run's own)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        positions = solver_lib.load(args.positions)
+    except (OSError, ValueError) as e:
+        print(f"solver_benchmark: {e}", file=sys.stderr)
+        return 2
+    for run_dir in args.run_dirs:
+        try:
+            agent = load_agent(run_dir, args.step)
+        except CheckpointError as e:
+            print(f"solver_benchmark: {e}", file=sys.stderr)
+            return 2
+        if agent.config.game != "connect_four":
+            print(f"solver_benchmark: {run_dir} trains {agent.config.game}, not connect_four", file=sys.stderr)
+            return 2
+        if args.search:
+            agent = dataclasses.replace(agent, config=dataclasses.replace(agent.config, eval_search=args.search))
+        scores = benchmark_agent(agent, positions, args.simulations, args.by_depth)
+        row = {"run_dir": run_dir, "step": agent.step, "search": agent.config.acting_search, **scores}
+        print(f"{run_dir} @ {agent.step} ({agent.config.acting_search} search)")
+        for name in ("raw", f"search{args.simulations}"):
+            print("  " + line(name, row[name]))
+        for bucket, shares in row.get("depth", {}).items():
+            print(
+                f"  {bucket} stones ({shares['positions']} positions): raw {shares['raw']:.3f}, "
+                f"search {shares[f'search{args.simulations}']:.3f}; mean value in won positions "
+                f"{shares['value_won']:+.3f}, in drawn {shares['value_drawn']:+.3f}"
+            )
+        for sims in [int(s) for s in args.mcts.split(",") if s.strip()]:
+            summary = evaluate(
+                run_dir,
+                f"mcts:sims={sims}",
+                games=args.games,
+                step=agent.step,
+                simulations=args.simulations,
+                save_games=False,
+                log=lambda *a: None,
+            )
+            row[f"vs_mcts{sims}"] = summary.to_json()
+            print("  " + summary.line())
+        if args.json:
+            with open(args.json, "a") as f:
+                f.write(json.dumps(row) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
