@@ -2,7 +2,7 @@
 user's checkout and driven the way its main loop drives it; shared by peer_pgx_example.py (speed) and peer_learning.py
 (learning). Nothing of the example is copied here: it needs `pip install dm-haiku omegaconf pydantic`."""
 
-import importlib
+import importlib.util
 import os
 import sys
 import types
@@ -17,12 +17,29 @@ def import_example(example_dir: str, overrides: list[str]) -> types.ModuleType:
     import pgx
 
     pgx.make_baseline_model = lambda model_id, *a, **k: None  # type: ignore[assignment]
-    sys.path.insert(0, os.path.abspath(example_dir))
+    for name in LOCAL_MODULES:  # the modules train.py imports from its own folder, loaded from there by name
+        path = os.path.join(os.path.abspath(example_dir), f"{name}.py")
+        if name != "train" and os.path.exists(path):
+            _load(name, path)
     argv, sys.argv = sys.argv, ["train.py", *overrides]
     try:
-        return importlib.import_module("train")
+        return _load("train", os.path.join(os.path.abspath(example_dir), "train.py"))
     finally:
         sys.argv = argv
+
+
+LOCAL_MODULES = ("network", "train")  # examples/alphazero/: network.py (AZNet), then train.py, which imports it
+
+
+def _load(name: str, path: str) -> types.ModuleType:
+    """The module at `path`, registered in sys.modules as `name` (so train.py's `from network import ...` finds it)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def shuffled_minibatches(samples, rng_key, devices: int, batch_size: int):
