@@ -16,11 +16,13 @@ averaged across devices with collectives. Nothing here talks to the host; the re
 """
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import optax
 import pgx
 from flax import struct
 from jax.sharding import PartitionSpec as P
@@ -35,12 +37,15 @@ from az_jax.core.config import Config
 from az_jax.core.devices import DEVICE_AXIS, device_key, first_index
 from envs import get_game, make_env
 
+# A flax variable collection: {module name: {…: array}} nested as the network's modules are
+Variables = Mapping[str, Any]
+
 
 @struct.dataclass
 class TrainState:
-    params: Any  # network parameters (replicated)
-    batch_stats: Any  # batch-norm running averages (replicated)
-    opt_state: Any  # SGD-momentum state incl. the schedule's step count (replicated)
+    params: Variables  # network parameters (replicated)
+    batch_stats: Variables  # batch-norm running averages (replicated)
+    opt_state: optax.OptState  # SGD-momentum state incl. the schedule's step count (replicated)
     games: selfplay_lib.SelfPlayState  # [B, ...] games in progress (sharded over devices)
     replay: replay_lib.ReplayBuffer  # [N, ...] replay buffer (sharded over devices)
     key: jax.Array  # [2] uint32 raw key data of the run's key (replicated)
