@@ -8,10 +8,10 @@ Length caps are enforced by pgx itself (its `terminated` flag), so self-play onl
 
 Dirichlet alpha: AlphaZero sets it "in inverse proportion to the approximate number of legal moves in a typical
 position" (chess 0.3, shogi 0.15, Go 0.03). For the games the papers do not cover we use alpha = 10 / L, where L is the
-mean number of legal moves under random play printed by experiments/performance/legal_moves.py (the constant 10 is what the paper
-implies for chess: 0.3 × ~35 legal moves ≈ 10), clipped to at most 1.0 (alpha > 1 makes the noise nearly uniform and
-drowns the prior). Go 9×9 takes the paper's Go value scaled by board area, 0.03 × 361 / 81 ≈ 0.13. Random play
-undercounts the legal moves of real games where pieces develop (chess: 22.6 random vs ~35 typical), noted per game.
+mean number of legal moves under random play printed by experiments/performance/legal_moves.py (the constant 10 is what
+the paper implies for chess: 0.3 × ~35 legal moves ≈ 10), clipped to at most 1.0 (alpha > 1 makes the noise nearly
+uniform and drowns the prior). Go 9×9 takes the paper's Go value scaled by board area, 0.03 × 361 / 81 ≈ 0.13. Random
+play undercounts the legal moves of real games where pieces develop (chess: 22.6 random vs ~35 typical), noted per game.
 """
 
 import dataclasses
