@@ -199,13 +199,24 @@ def _restore_item(manager: ocp.CheckpointManager, step: int, name: str, args):
 
     After a failure the reads orbax started and abandoned end later, when they complete or are garbage-collected, and
     Python would print each one's traceback ("Exception ignored in …"); the error is already reported as one line,
-    so from then on the process drops those echoes (`_DropReadEchoes`)."""
+    so from then on the process drops those echoes (`_DropReadEchoes`, and asyncio's log of the abandoned futures:
+    `_drop_read_futures`)."""
     try:
         return manager.restore(step, args=ocp.args.Composite(**{name: args}))[name]
     except Exception as e:  # orbax raises many types (ValueError, FileNotFoundError, TensorStore's) for bad files
         if not isinstance(sys.unraisablehook, _DropReadEchoes):
             sys.unraisablehook = _DropReadEchoes(sys.unraisablehook)
+        asyncio_log = logging.getLogger("asyncio")
+        if _drop_read_futures not in asyncio_log.filters:
+            asyncio_log.addFilter(_drop_read_futures)
         raise _damaged(manager, step, f"its {name} item cannot be read ({_one_line(e)})") from None
+
+
+def _drop_read_futures(record: logging.LogRecord) -> bool:
+    """The asyncio logger's filter: False (dropped) for the other echo of a failed restore, asyncio's "Future exception
+    was never retrieved" of an abandoned TensorStore read, logged whenever the future is garbage-collected."""
+    text = record.getMessage()
+    return not (text.startswith("Future exception was never retrieved") and "tensorstore_spec" in text)
 
 
 def nonfinite_leaves(tree) -> list[str]:
