@@ -50,7 +50,11 @@ GNUGO = gtp.find_executable("gnugo")
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """A go_9x9 run whose one checkpoint (step 0) holds a tiny untrained network: what load_agent reads."""
-    run = tmp_path_factory.mktemp("gtp") / "run"
+    return save_tiny_go_run(tmp_path_factory.mktemp("gtp") / "run")
+
+
+def save_tiny_go_run(run) -> str:
+    """Writes the run of `run_dir` (above) at the path `run`; returns it as a string."""
     config = override(preset("go_9x9", "small"), TINY_NETWORK)
     network = networks.make_network(config, N * N + 1)
     variables = tiny_variables(network, np.zeros((1, N, N, 17), np.float32))

@@ -10,28 +10,18 @@ import pytest
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from az_jax.core import learner, networks, replay
+from az_jax.core import learner, networks
 from az_jax.core.config import ConfigError
 from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.runtime import targets
 
+from test_remat import _batch
+from test_remat import _net as remat_net
+
 
 def _net(blocks: int = 2, channels: int = 8) -> networks.AlphaZeroNet:
-    return networks.AlphaZeroNet(num_actions=7, num_blocks=blocks, channels=channels, value_hidden=8)
-
-
-def _batch(n: int) -> replay.Batch:
-    rng = np.random.default_rng(1)
-    legal = rng.random((n, 7)) < 0.8
-    legal[:, 0] = True
-    policy = np.where(legal, rng.random((n, 7)), 0.0)
-    return replay.Batch(
-        observation=jnp.asarray(rng.random((n, 6, 7, 2)) < 0.4),
-        policy=jnp.float32(policy / policy.sum(axis=1, keepdims=True)),
-        legal=jnp.asarray(legal),
-        outcome=jnp.float32(rng.choice([-1.0, 0.0, 1.0], n)),
-    )
+    return remat_net(False, blocks=blocks, channels=channels)  # test_remat's network, without remat
 
 
 CONFIG = override(preset("connect_four", "small"), [])

@@ -2,7 +2,6 @@
 method below is defined here and nowhere in the library, yet once registered it is a value of Config.search and of
 `az-jax gtp --search`: the engine grows its kept tree with it, with no change to the engine's code."""
 
-import dataclasses
 import io
 import sys
 
@@ -10,23 +9,21 @@ import jax
 import jax.numpy as jnp
 import mctx
 import numpy as np
-import orbax.checkpoint as ocp
 import pytest
 
 from az_jax.apps.cli import build_parser
 from az_jax.apps.cli import gtp as gtp_cli
 from az_jax.apps.cli.args import UsageError
-from az_jax.core import networks
 from az_jax.core import search as search_lib
 from az_jax.core.config import ConfigError
 from az_jax.core.iteration import make_setup
 from az_jax.core.overrides import override
 from az_jax.core.presets import preset
 from az_jax.frontends.tree_search import TreeSearch
-from az_jax.runtime import checkpoint as ckpt
 from az_jax.runtime.agent import load_agent
 
 from conftest import TINY_NETWORK, tiny_variables
+from test_gtp_engine import save_tiny_go_run
 
 TRACED: list[int] = []  # one entry each time the toy's selection is traced (a jitted program that uses it was built)
 
@@ -65,21 +62,7 @@ N = 9
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """A go_9x9 run whose one checkpoint (step 0) holds a tiny untrained network."""
-    run = tmp_path_factory.mktemp("search_methods") / "run"
-    config = override(preset("go_9x9", "small"), TINY_NETWORK)
-    network = networks.make_network(config, N * N + 1)
-    variables = tiny_variables(network, np.zeros((1, N, N, 17), np.float32))
-    manager = ckpt.make_manager(str(run))
-    manager.save(
-        0,
-        args=ocp.args.Composite(
-            model=ocp.args.StandardSave(variables),
-            train=ocp.args.StandardSave({"iteration": np.int32(0)}),
-            config=ocp.args.JsonSave(dataclasses.asdict(config)),
-        ),
-    )
-    manager.wait_until_finished()
-    return str(run)
+    return save_tiny_go_run(tmp_path_factory.mktemp("search_methods") / "run")
 
 
 def water_filling(prior: np.ndarray, legal: np.ndarray, simulations: int) -> np.ndarray:

@@ -38,6 +38,7 @@ from az_jax.runtime import preflight as preflight_lib
 from az_jax.runtime.targets import Target
 
 PAPER_RESPONSE_PATTERNS, PAPER_PATTERNS = 32_207, 69_338  # Extended Data Table 4
+PAPER_FEATURES = rollout_policy.NUM_FIXED + PAPER_RESPONSE_PATTERNS + PAPER_PATTERNS  # p_pi's weights
 STAGES = ("sl step", "rollout step", "rl games", "rl update", "value games", "value step", "search")
 
 
@@ -91,8 +92,7 @@ def _programs(preset: AlphaGoPreset, mesh: Mesh) -> dict[str, Callable[[], Any]]
 
     def rollout_step():
         m = preset.rollout.batch_size
-        features_count = rollout_policy.NUM_FIXED + PAPER_RESPONSE_PATTERNS + PAPER_PATTERNS
-        weights = jax.ShapeDtypeStruct((features_count,), jnp.float32, sharding=on_one)
+        weights = jax.ShapeDtypeStruct((PAPER_FEATURES,), jnp.float32, sharding=on_one)
         idx = rollout_policy.Indices(
             legal=jax.ShapeDtypeStruct((m, n), jnp.bool_, sharding=on_one),
             fixed=jax.ShapeDtypeStruct((m, n, 3), jnp.int32, sharding=on_one),
@@ -141,11 +141,10 @@ def _programs(preset: AlphaGoPreset, mesh: Mesh) -> dict[str, Callable[[], Any]]
         env = apv_mcts._env(size)
         one_game = jax.eval_shape(lambda: jax.vmap(env.init)(jax.random.split(jax.random.key(0), 1)))
         states = _abstract(one_game, on_one)
-        features_count = rollout_policy.NUM_FIXED + PAPER_RESPONSE_PATTERNS + PAPER_PATTERNS
         rollout = rollout_policy.RolloutPolicy(
             response_vocabulary=jax.ShapeDtypeStruct((PAPER_RESPONSE_PATTERNS,), jnp.uint32, sharding=on_one),
             pattern_vocabulary=jax.ShapeDtypeStruct((PAPER_PATTERNS,), jnp.uint32, sharding=on_one),
-            weights=jax.ShapeDtypeStruct((features_count,), jnp.float32, sharding=on_one),
+            weights=jax.ShapeDtypeStruct((PAPER_FEATURES,), jnp.float32, sharding=on_one),
         )
         nets = apv_mcts.Nets(
             policy_params=_abstract(policy_params, on_one),

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from az_jax.core import search as search_lib
 from az_jax.core.config import _HINTS, FIELDS, VARIANT_SWITCHES, Config, variant_switches
-from az_jax.core.validation import _INTEGERS, INT_MAX, INT_MIN, ConfigError, _show
+from az_jax.core.validation import _INTEGERS, INT_MAX, INT_MIN, ConfigError, _show, check_search
 
 
 def _to_int(raw: Any) -> int:
@@ -101,11 +101,8 @@ def override(config: Config, assignments: list[str] | dict[str, Any]) -> Config:
         if key not in FIELDS:
             raise ConfigError(f"unknown config key {_show(key)}; known keys: {', '.join(FIELDS)}")
         value = _coerce(key, raw)
-        if key in SEARCH_KEYS:  # a name of a registered search method (Config.validate checks it again)
-            allowed = ("",) * (key == "eval_search") + tuple(search_lib.METHODS)
-            if value not in allowed:
-                shown = ", ".join(repr(a) if a == "" else a for a in allowed)
-                raise ConfigError(f"{key} must be one of {shown}, got {_show(value)}")
+        if key in SEARCH_KEYS:  # a registered search method's name, checked as it is given (and by validate)
+            check_search(key, value, tuple(search_lib.METHODS))
         if key in ("variant", *VARIANT_SWITCHES) and changes.get(key, value) != value:
             raise ConfigError(f"{key} is given twice with contradictory values: {changes[key]!r} and {value!r}")
         changes[key] = value

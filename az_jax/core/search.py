@@ -186,8 +186,8 @@ def method(name: str) -> SearchMethod:
     return METHODS[name]
 
 
-def _min_max_q() -> Callable:
-    return functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0)
+# AlphaZero's Q transform (`run_search`'s docstring): Q in [-1, 1] onto [0, 1], unvisited children 0
+MIN_MAX_Q = functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0)
 
 
 def puct(params, rng_key, root, recurrent_fn, invalid, search: SearchConfig, loop_fn=jax.lax.fori_loop):
@@ -202,7 +202,7 @@ def puct(params, rng_key, root, recurrent_fn, invalid, search: SearchConfig, loo
         recurrent_fn,
         search.num_simulations,
         invalid_actions=invalid,
-        qtransform=_min_max_q(),
+        qtransform=MIN_MAX_Q,
         dirichlet_fraction=search.dirichlet_fraction,
         dirichlet_alpha=search.dirichlet_alpha,
         pb_c_init=search.c_init,
@@ -325,9 +325,8 @@ def forced_playouts_policy(
     noisy = (1.0 - search.dirichlet_fraction) * probs + search.dirichlet_fraction * noise
     logits = jnp.where(invalid, jnp.finfo(probs.dtype).min, jnp.log(jnp.maximum(noisy, jnp.finfo(probs.dtype).tiny)))
     root = root.replace(prior_logits=logits)
-    qtransform = functools.partial(mctx.qtransform_by_min_max, min_value=-1.0, max_value=1.0)
     interior = functools.partial(
-        mctx.muzero_action_selection, pb_c_init=search.c_init, pb_c_base=search.c_base, qtransform=qtransform
+        mctx.muzero_action_selection, pb_c_init=search.c_init, pb_c_base=search.c_base, qtransform=MIN_MAX_Q
     )
 
     def root_selection(key, tree, node_index, depth=0):

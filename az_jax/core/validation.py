@@ -37,15 +37,21 @@ def _show(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[: limit - 10]}… ({len(text)} characters)"
 
 
-def check(config: "Config", num_devices: int = 1, search_methods: tuple[str, ...] = ("puct", "gumbel")) -> None:
+def check_search(key: str, value: str, search_methods: tuple[str, ...]) -> None:
+    """ConfigError unless `value` names one of `search_methods` (eval_search may also be "": the search's)."""
+    allowed = ("",) * (key == "eval_search") + search_methods
+    if value not in allowed:
+        shown = ", ".join(repr(a) if a == "" else a for a in allowed)
+        raise ConfigError(f"{key} must be one of {shown}, got {_show(value)}")
+
+
+def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -> None:
     """Raises ConfigError on the first invalid value of `config` for a run on `num_devices` devices; `search_methods`:
     the names the search keys may take (az_jax/core/search.py's METHODS)."""
     get_game_or_error(config.game)
     _check_numbers(config)
-    for key, allowed in (("search", search_methods), ("eval_search", ("", *search_methods))):
-        if getattr(config, key) not in allowed:
-            shown = ", ".join(repr(a) if a == "" else a for a in allowed)
-            raise ConfigError(f"{key} must be one of {shown}, got {_show(getattr(config, key))}")
+    for key in ("search", "eval_search"):
+        check_search(key, getattr(config, key), search_methods)
     positive = [
         "num_iterations",
         "num_blocks",

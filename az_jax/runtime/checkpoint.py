@@ -136,8 +136,8 @@ class Saver:
             raise self._error(e) from None
 
     def _error(self, e: BaseException) -> SaveError:
-        whole = ocp.CheckpointManager(self.manager.directory, options=ocp.CheckpointManagerOptions(create=False))
-        steps = list(whole.all_steps())
+        # the checkpoints on disk now, as a reader sees them (this manager's own list may hold the failed step)
+        steps = list(make_manager(os.path.dirname(str(self.manager.directory)), read_only=True).all_steps())
         failed = [s for s in self.attempted if s not in steps]
         step = min(failed) if failed else self.attempted[-1] if self.attempted else None
         if steps:
