@@ -17,6 +17,7 @@ import pgx
 from az_jax.core import config as config_lib
 from az_jax.core import search as search_lib
 from az_jax.core.iteration import Setup, greedy_player, init_variables, make_setup
+from az_jax.runtime import agent_file
 from az_jax.runtime import checkpoint as ckpt
 
 
@@ -82,7 +83,8 @@ def _locate(path: str) -> tuple[str, int | None]:
     """A run dir, its checkpoints dir, or one checkpoint step dir -> (run_dir, step or None for the latest)."""
     path = os.path.abspath(path)
     if not os.path.exists(path):
-        raise ckpt.CheckpointError(f"no run or checkpoint at {path}")
+        names = ", ".join(sorted(agent_file.shipped())) or "none"
+        raise ckpt.CheckpointError(f"no run, checkpoint or agent file at {path} (shipped agents: {names})")
     base = os.path.basename(path)
     parent = os.path.dirname(path)
     if base.isdigit() and os.path.basename(parent) == "checkpoints":
@@ -107,8 +109,17 @@ def _load_variables(manager, step: int, weights: str) -> tuple[config_lib.Config
     return config, variables, source
 
 
+def resolve(name_or_path: str) -> str:
+    """A path as given if something is there; else the file of the shipped agent of that name (az_jax/agents/);
+    else the path as given (its loader then says that nothing is there)."""
+    if os.path.exists(name_or_path):
+        return name_or_path
+    return agent_file.shipped().get(name_or_path, name_or_path)
+
+
 def load_agent(run_dir_or_checkpoint: str, step: int | None = None, weights: str = "best") -> Agent:
-    """Loads the network of a run (its newest readable checkpoint, or `step`) or of one checkpoint directory.
+    """Loads the network of a run (its newest readable checkpoint, or `step`), of one checkpoint directory, of an
+    agent file (`az-jax export`, *.azagent) or of a shipped agent by name (`shipped_agents()`: e.g. "connect_four").
 
     `weights`: "best" (the default) is the best player of a gated run (config.gating: the weights its self-play used
     at that checkpoint), "latest" the checkpoint's newest trained weights; in a run without gating both are the
@@ -117,7 +128,16 @@ def load_agent(run_dir_or_checkpoint: str, step: int | None = None, weights: str
     damaged `step` given explicitly is an error."""
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
-    run_dir, found_step = _locate(run_dir_or_checkpoint)
+    path = resolve(run_dir_or_checkpoint)
+    if agent_file.is_agent_file(path):
+        if step is not None:
+            raise ckpt.CheckpointError(f"{path} is an agent file with one set of weights; it has no step to choose")
+        config, variables, saved_step, source = agent_file.read(path)
+        device = jax.devices()[0]
+        return Agent(
+            config=config, variables=jax.device_put(variables, device), step=saved_step, weights_iteration=source
+        )
+    run_dir, found_step = _locate(path)
     step = step if step is not None else found_step
     if not os.path.isdir(ckpt.checkpoint_dir(run_dir)):
         raise ckpt.CheckpointError(f"{run_dir} has no checkpoints/ directory")
@@ -144,3 +164,18 @@ def load_agent(run_dir_or_checkpoint: str, step: int | None = None, weights: str
     raise ckpt.CheckpointError(
         f"none of the {len(steps)} checkpoints of {run_dir} reads whole; the newest: {damaged[0][1]}"
     )
+
+
+def shipped_agents() -> list[str]:
+    """The names of the agents that ship in the package, each loadable by `load_agent(name)`."""
+    return sorted(agent_file.shipped())
+
+
+def export_agent(run_dir_or_checkpoint: str, out_path: str, step: int | None = None, weights: str = "best") -> Agent:
+    """Writes the agent of a run (as `load_agent` reads it) to one file at `out_path` (agent_file: config + weights);
+    an existing file is never replaced. Returns the agent."""
+    if not out_path.endswith(agent_file.SUFFIX):
+        raise ckpt.CheckpointError(f"an agent file's name ends in {agent_file.SUFFIX}, got {out_path}")
+    agent = load_agent(run_dir_or_checkpoint, step=step, weights=weights)
+    agent_file.write(out_path, agent.config, agent.variables, agent.step, agent.weights_iteration)
+    return agent

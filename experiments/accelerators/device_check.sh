@@ -4,16 +4,22 @@
 #   experiments/accelerators/device_check.sh OUT_DIR [gpu|tiny] [STEPS]
 #
 # STEPS (default "tests bench memory peer mfu") picks steps; "split" (not in the default) benches go_9x9 at the pgx
-# example's scale for where a ply's time goes. PEER_PLIES / PEER_ITERATIONS change the side-by-side's plies per
-# iteration (default 32) and iterations (default 4).
+# example's scale for where a ply's time goes; "learn" (not in the default) trains go_9x9 for LEARN_SECONDS (default
+# 240) and brings its agents back. PEER_PLIES / PEER_ITERATIONS change the side-by-side's plies per iteration (default
+# 32) and iterations (default 4); PEER_VARIANTS (default "bf16:compute_dtype=bfloat16") adds az_jax variants to it.
 #
+# 0. pgx's own AlphaZero example side by side, first, on a quiet device (experiments/peers/peer_pgx_example.py --az-jax,
+#    the two interleaved in one process): go_9x9, 1,024 games, 6 × 128, Gumbel with 32 simulations, training batch
+#    4,096; az_jax like for like (float32) and as PEER_VARIANTS (bfloat16);
 # 1. it runs: a handful of tests on the device, `az-jax bench` of the connect_four and go_9x9 small presets (JSON;
 #    `compile.no_recompile_after_first_iteration` says whether the iteration retraced);
 # 2. the memory plan: experiments/accelerators/memory_check.py, one process per config: XLA's compile-time memory analysis of the
 #    training iteration against the device's peak bytes in use after running it;
-# 3. pgx's own AlphaZero example side by side (experiments/peers/peer_pgx_example.py --az-jax, the two interleaved in one
-#    process): go_9x9, 1,024 games, 6 × 128, Gumbel with 32 simulations, training batch 4,096;
 # 4. self-play utilisation at AlphaZero's scale (experiments/accelerators/selfplay_mfu.py): go_19x19, 19 × 256, bfloat16.
+# 5. learning ("learn"): `az-jax train` of go_9x9 at a GPU's scale (6 × 128, bfloat16, 1,024 games) for LEARN_SECONDS,
+#    stopped by SIGTERM (the iteration in flight finishes and is saved), then `az-jax export` of its checkpoint nearest
+#    the middle and of its last (agent files, for matches against GNU Go on any machine) and its metrics.jsonl;
+#    the tests run beside it in the background.
 #
 # Each step has its own time limit and the script goes on after a failure (the log says which). Everything goes to
 # OUT_DIR: log.txt (all output), env.txt, tests.txt, bench_*.json, memory.jsonl, peer_go_9x9.json, mfu_go_19x19.json.
@@ -58,6 +64,8 @@ if [ "$SCALE" = tiny ]; then
   MFU=(--game go_9x9 --preset small --set compute_dtype=bfloat16 --set num_simulations=4 --set selfplay_batch_size=8
        --set selfplay_steps=2 --set num_blocks=1 --set num_channels=8 --set replay_capacity=4096)
   TESTS=(tests/test_conv.py)
+  LEARN_SETS=(--set num_blocks=1 --set num_channels=8 --set selfplay_batch_size=16 --set batch_size=32
+              --set num_simulations=4 --set min_replay_size=64 --set checkpoint_every=2 --set eval_every=0)
   PEER_SCALE=(--set num_simulations=4 --set selfplay_batch_size=16 --set batch_size=32 --set num_blocks=1
               --set num_channels=8)
   MEM_CONFIGS=("connect_four small" "go_9x9 small")
@@ -71,7 +79,12 @@ else
   MFU=(--game go_19x19 --preset paper --set compute_dtype=bfloat16 --set num_simulations=32
        --set selfplay_batch_size=1024 --set selfplay_steps=2 --set replay_capacity=131072)
   TESTS=(tests/test_search.py tests/test_learner.py tests/test_replay.py tests/test_conv.py tests/test_targets.py
-         tests/test_parallel.py)
+         tests/test_parallel.py tests/test_agent_file.py)
+  # 16k positions an iteration, trained twice each (train_ratio 2) in 32 steps of 1,024; the replay window 16
+  # iterations; the step-down near the end of a 4-minute run's ~10k steps (by the bench's figures at this scale)
+  LEARN_SETS=(--set num_blocks=6 --set num_channels=128 --set compute_dtype=bfloat16 --set selfplay_batch_size=1024
+              --set batch_size=1024 --set replay_capacity=262144 --set min_replay_size=16384 --set lr_boundaries=7000
+              --set checkpoint_every=25 --set eval_every=0)
   PEER_SCALE=(--set num_simulations=32 --set selfplay_batch_size=1024 --set batch_size=4096 --set num_blocks=6
               --set num_channels=128)
   MEM_CONFIGS=("connect_four small" "go_9x9 small" "go_9x9 small --set selfplay_batch_size=1024 --set num_blocks=6 --set num_channels=128 --set num_simulations=32 --set batch_size=4096")
@@ -84,6 +97,19 @@ step "environment"
   $PY -m pip list 2>/dev/null | grep -i -E '^(jax|jaxlib|jax-cuda|flax|optax|chex|orbax|numpy|mctx|pgx|dm-haiku) '
 } > "$OUT_DIR/env.txt" 2>&1
 cat "$OUT_DIR/env.txt"
+
+# 0. pgx's example side by side, on a quiet device.
+if ! want peer; then
+  :
+elif [ -f .pgx_example/train.py ]; then
+  step "pgx example side by side"
+  VARIANTS=()
+  for v in ${PEER_VARIANTS-bf16:compute_dtype=bfloat16}; do VARIANTS+=(--az-jax-variant "$v"); done
+  run 240 $PY experiments/peers/peer_pgx_example.py --example-dir .pgx_example --game go_9x9 "${PEER[@]}" --az-jax \
+    "${VARIANTS[@]}" --json "$OUT_DIR/peer_go_9x9.json"
+else
+  step "no .pgx_example/train.py: pgx example skipped"
+fi
 
 # 1 + 2. Tests, then the memory checks, in the background (no timings taken there; each process allocates on demand so
 # the bench beside them keeps its memory); the small presets' bench in the foreground.
@@ -116,20 +142,27 @@ if want split; then  # the like-for-like config of the side by side (experiments
   run 150 $AZ bench --game go_9x9 --preset small "${PEER_SCALE[@]}" --set train_ratio=1 --set aux_ownership_weight=0 \
     --set aux_score_weight=0 --set augment_symmetries=false --repeats 2 --json "$OUT_DIR/bench_go_9x9_pgx_scale.json"
 fi
+if want learn; then
+  step "learning: go_9x9 for ${LEARN_SECONDS:-240} s"
+  LEARN_DIR=${LEARN_DIR:-/tmp/learn_go_9x9}
+  timeout --kill-after=90 -s TERM "${LEARN_SECONDS:-240}" $AZ train --game go_9x9 --preset small --run-dir "$LEARN_DIR" \
+    --set num_iterations=100000 "${LEARN_SETS[@]}"
+  echo "train exit $? (124: stopped at the time limit, after saving the iteration in flight)"
+  cp "$LEARN_DIR/metrics.jsonl" "$OUT_DIR/learn_metrics.jsonl"
+  STEPS_SAVED=($(ls "$LEARN_DIR/checkpoints" | grep -E '^[0-9]+$' | sort -n))
+  if [ ${#STEPS_SAVED[@]} -gt 0 ]; then
+    LAST=${STEPS_SAVED[-1]}
+    MID=${STEPS_SAVED[$(( (${#STEPS_SAVED[@]} - 1) / 2 ))]}
+    for s in $(printf '%s\n' "$MID" "$LAST" | sort -un); do
+      run 120 $AZ export "$LEARN_DIR" "$OUT_DIR/go_9x9_gpu_$s.azagent" --step "$s" --weights latest
+    done
+  else
+    echo "!!! no checkpoint saved"
+  fi
+fi
 step "waiting for the tests and memory checks"
 wait $BACKGROUND
 [ -f "$OUT_DIR/tests.txt" ] && tail -5 "$OUT_DIR/tests.txt"
-
-# 3. pgx's example side by side.
-if ! want peer; then
-  :
-elif [ -f .pgx_example/train.py ]; then
-  step "pgx example side by side"
-  run 200 $PY experiments/peers/peer_pgx_example.py --example-dir .pgx_example --game go_9x9 "${PEER[@]}" --az-jax \
-    --json "$OUT_DIR/peer_go_9x9.json"
-else
-  step "no .pgx_example/train.py: pgx example skipped"
-fi
 
 # 4. Utilisation at AlphaZero's scale.
 if want mfu; then

@@ -49,6 +49,14 @@ def main(argv=None) -> int:
         help="also time az_jax's self-play and learner at the same settings, in the same process, "
         "interleaved with the example's iterations (same devices, flags and load)",
     )
+    parser.add_argument(
+        "--az-jax-variant",
+        action="append",
+        default=[],
+        metavar="LABEL:KEY=VALUE,...",
+        help="with --az-jax: also time az_jax with these config overrides on top of the like-for-like settings (e.g. "
+        "'bf16:compute_dtype=bfloat16'), interleaved the same way; repeatable",
+    )
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
     train_py = os.path.join(args.example_dir, "train.py")
@@ -85,7 +93,14 @@ def main(argv=None) -> int:
     opt_state = ex.optimizer.init(params=model[0])
     model, opt_state = jax.tree.map(lambda x: jnp.stack([x] * n), (model, opt_state))  # replicate, as pmap expects
 
-    ours = AzJaxSide(args) if args.az_jax else None
+    variants = {"az_jax": []}
+    for spec in args.az_jax_variant:
+        label, _, assignments = spec.partition(":")
+        if not label or not assignments:
+            print(f"error: --az-jax-variant expects LABEL:KEY=VALUE,..., got {spec!r}", file=sys.stderr)
+            return 2
+        variants[f"az_jax_{label}"] = assignments.split(",")
+    sides = {key: AzJaxSide(args, extra) for key, extra in variants.items()} if args.az_jax else {}
     rng_key = jax.random.PRNGKey(0)
     records = []
     for iteration in range(args.iterations):
@@ -114,11 +129,11 @@ def main(argv=None) -> int:
             }
         )
         print(f"iteration {iteration}: example self-play {t1 - t0:.2f} s, training {t2 - t1:.2f} s", flush=True)
-        if ours is not None:
-            records[-1]["az_jax"] = ours.iteration(iteration)
+        for key, side in sides.items():
+            records[-1][key] = side.iteration(iteration)
             print(
-                f"iteration {iteration}: az_jax  self-play {records[-1]['az_jax']['selfplay_seconds']:.2f} s, "
-                f"training {records[-1]['az_jax']['training_seconds']:.2f} s",
+                f"iteration {iteration}: {key}  self-play {records[-1][key]['selfplay_seconds']:.2f} s, "
+                f"training {records[-1][key]['training_seconds']:.2f} s",
                 flush=True,
             )
 
@@ -140,9 +155,9 @@ def main(argv=None) -> int:
         "jax": jax.__version__,
         "xla_flags": os.environ["XLA_FLAGS"],
     }
-    if ours is not None:
-        result["az_jax"] = ours.summary([r["az_jax"] for r in records])
-        result["az_jax"].update(paired_ratios(records))
+    for key, side in sides.items():
+        result[key] = side.summary([r[key] for r in records])
+        result[key].update(paired_ratios(records, key))
     text = json.dumps(result, indent=1)
     if args.json:
         with open(args.json, "w") as f:
@@ -154,10 +169,11 @@ def main(argv=None) -> int:
         f"{result['iteration_positions_per_second']:.1f} positions/s, compile ≈ "
         f"{result['compile_first_two_iterations_seconds']:.1f} s"
     )
-    if ours is not None:
-        o = result["az_jax"]
+    for key in sides:
+        o = result[key]
         print(
-            f"{args.game}, {n} device(s), az_jax: self-play {o['selfplay_positions_per_second']:.1f} positions/s, "
+            f"{args.game}, {n} device(s), {key} ({', '.join(o['overrides']) or 'like for like'}): self-play "
+            f"{o['selfplay_positions_per_second']:.1f} positions/s, "
             f"training {o['training_samples_per_second']:.0f} samples/s, whole iteration "
             f"{o['iteration_positions_per_second']:.1f} positions/s, compile ≈ "
             f"{o['compile_first_two_iterations_seconds']:.1f} s; az_jax / example: self-play "
@@ -187,19 +203,18 @@ def throughput(records: list[dict], simulations: int) -> dict:
     }
 
 
-def paired_ratios(records: list[dict]) -> dict:
+def paired_ratios(records: list[dict], key: str = "az_jax") -> dict:
     """az_jax's speed / the example's, per timed iteration (the two ran back to back, so they share the machine's
     state of the moment) and the median over iterations 3 … N. This VM's speed drifts by tens of percent within
     minutes; the ratio of medians mixes moments, the median of paired ratios does not."""
     steady = records[2:]
     speed = lambda part: [
-        (r["az_jax"]["positions" if part == "selfplay" else "samples"] / r["az_jax"][f"{part}_seconds"])
+        (r[key]["positions" if part == "selfplay" else "samples"] / r[key][f"{part}_seconds"])
         / (r["positions" if part == "selfplay" else "samples"] / r[f"{part}_seconds"])
         for r in steady
     ]
     whole = [
-        (r["selfplay_seconds"] + r["training_seconds"])
-        / (r["az_jax"]["selfplay_seconds"] + r["az_jax"]["training_seconds"])
+        (r["selfplay_seconds"] + r["training_seconds"]) / (r[key]["selfplay_seconds"] + r[key]["training_seconds"])
         for r in steady
     ]  # the example's iteration time / az_jax's (the same positions generated and samples trained per iteration)
     return {
@@ -214,9 +229,9 @@ def paired_ratios(records: list[dict]) -> dict:
 
 class AzJaxSide:
     """az_jax's self-play and learner (az_jax/apps/bench.py's `selfplay_program`, `learn_program`) at the example's
-    settings."""
+    settings, plus `extra` overrides (a variant, e.g. compute_dtype=bfloat16)."""
 
-    def __init__(self, args):
+    def __init__(self, args, extra: list[str] | tuple[str, ...] = ()):
         import jax
 
         # Only with --az-jax, and after main() set XLA_FLAGS (host devices): importing pgx starts JAX's backend.
@@ -245,8 +260,10 @@ class AzJaxSide:
                 "aux_score_weight=0",
                 "augment_symmetries=false",
                 "compute_dtype=float32",
+                *extra,
             ],
         )
+        self.extra = list(extra)
         self.trainer = Trainer(self.config, make_mesh())
         self.state = self.trainer.init_state()
         self.selfplay, self.learn = selfplay_program(self.trainer), learn_program(self.trainer)
@@ -274,6 +291,7 @@ class AzJaxSide:
     def summary(self, records: list[dict]) -> dict:
         return {
             **throughput(records, self.config.num_simulations),
+            "overrides": self.extra,
             "train_steps_per_iteration": self.config.train_steps_per_iteration,
             "learner_ready_in_timed_iterations": all(r["learner_ready"] for r in records[2:]),
             "iterations": records,

@@ -6,6 +6,7 @@
     preflight  compile a run for a TPU slice / GPU on this machine: memory, FLOPs   preflight.py
     eval     a trained run (or any player) against another player                 eval.py
     ladder   Elo of every checkpoint of a run, plus baselines                     ladder.py
+    export   a run's network as one small agent file (.azagent)                   export.py
     sweep    a hyperparameter sweep from a JSON spec                              sweep.py
     render   a position (from a game record or a move list) as SVG or PNG         render.py
     gtp      a trained Go agent as a GTP engine (Sabaki, GoGui, Lizzie, referees)   gtp.py
@@ -30,14 +31,14 @@ import threading
 
 import jax
 
-from az_jax.apps.cli import alphago, bench, eval, gtp, ladder, play, preflight, render, sweep, train, uci
+from az_jax.apps.cli import alphago, bench, eval, export, gtp, ladder, play, preflight, render, sweep, train, uci
 from az_jax.apps.cli.args import Parser, UsageError, devices
 from az_jax.runtime import distributed, host_devices
 
 # The subcommands in the order `az-jax --help` lists them; each one's name is its module's.
 COMMANDS = {
     module.__name__.rsplit(".", 1)[1]: module
-    for module in (train, play, bench, preflight, eval, ladder, sweep, render, gtp, uci, alphago)
+    for module in (train, play, bench, preflight, eval, ladder, export, sweep, render, gtp, uci, alphago)
 }
 
 
