@@ -7,45 +7,23 @@ import jax
 import numpy as np
 import pytest
 from flax import serialization
+from test_cli import az_here, error_line, tiny_trained_run  # noqa: F401 (a fixture)
 
-from az_jax.apps.cli import main
-from az_jax.core.overrides import override
-from az_jax.core.presets import preset
-from az_jax.evaluation.in_training import train_and_evaluate
 from az_jax.runtime import agent_file
 from az_jax.runtime import checkpoint as ckpt
 from az_jax.runtime.agent import load_agent
 
-from conftest import TINY_NETWORK, fast_compiles_here
-
-# a tiny tic-tac-toe run: 2 iterations, a checkpoint at each
-CONFIG = override(
-    preset("tic_tac_toe", "small"),
-    [
-        *TINY_NETWORK,
-        "selfplay_steps=4",
-        "replay_capacity=256",
-        "min_replay_size=16",
-        "eval_every=0",
-        "checkpoint_every=1",
-        "train_ratio=1",
-        "num_iterations=2",
-    ],
-)
-
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> str:
-    with fast_compiles_here():
-        path = str(tmp_path_factory.mktemp("agent_file") / "run")
-        train_and_evaluate(CONFIG, path, progress=False)
-    return path
+def run_dir(tiny_trained_run) -> str:  # noqa: F811 (the fixture imported above)
+    return str(tiny_trained_run)  # a tiny tic-tac-toe run: 2 iterations, a checkpoint after each
 
 
 @pytest.fixture(scope="module")
 def exported(run_dir, tmp_path_factory) -> str:
     out = str(tmp_path_factory.mktemp("exported") / "ttt.azagent")
-    assert main(["export", run_dir, out, "--step", "1"]) == 0
+    result = az_here("export", run_dir, out, "--step", "1")
+    assert result.returncode == 0, result.stderr
     return out
 
 
@@ -53,10 +31,10 @@ def _leaves_equal(a, b) -> bool:
     return all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
 
 
-def test_export_holds_the_runs_weights_and_little_else(run_dir, exported, capsys):
+def test_export_holds_the_runs_weights_and_little_else(run_dir, exported):
     from_run = load_agent(run_dir, step=1)
     from_file = load_agent(exported)
-    assert from_file.config == CONFIG
+    assert from_file.config == from_run.config
     assert (from_file.step, from_file.weights_iteration) == (1, 1)
     assert _leaves_equal(from_file.variables, from_run.variables)
     assert not _leaves_equal(from_file.variables, load_agent(run_dir, step=2).variables)  # step 1's, not the latest
@@ -70,14 +48,14 @@ def test_export_holds_the_runs_weights_and_little_else(run_dir, exported, capsys
     assert np.array_equal(from_file.act(states, key, 8), from_run.act(states, key, 8))
 
 
-def test_export_never_replaces_a_file(run_dir, tmp_path, capsys):
+def test_export_never_replaces_a_file(run_dir, tmp_path):
     out = tmp_path / "taken.azagent"
     out.write_bytes(b"someone's file")
-    assert main(["export", run_dir, str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "exists" in err
+    result = az_here("export", run_dir, str(out))
+    assert result.returncode == 2 and "exists" in error_line(result)
     assert out.read_bytes() == b"someone's file"
-    assert main(["export", run_dir, str(tmp_path / "wrong_suffix.bin")]) == 2
+    result = az_here("export", run_dir, str(tmp_path / "wrong_suffix.bin"))
+    assert result.returncode == 2 and ".azagent" in error_line(result)
     assert not (tmp_path / "wrong_suffix.bin").exists()
 
 
