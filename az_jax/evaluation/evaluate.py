@@ -14,7 +14,8 @@ from az_jax.core.config import get_game_or_error
 from az_jax.engines import EngineError
 from az_jax.evaluation import match as match_lib
 from az_jax.evaluation import players as players_lib
-from az_jax.runtime.agent import load_agent
+from az_jax.runtime import agent_file
+from az_jax.runtime.agent import load_agent, resolve
 from envs import get_game, records
 
 
@@ -76,9 +77,11 @@ def evaluate(
         assert run_dir is not None  # the CLI requires --run-dir or --player
         agent = load_agent(run_dir, step=step, weights=weights)
         game = agent.config.game
-        agent_player = players_lib.agent_player(
-            agent, simulations, name=f"{os.path.basename(os.path.abspath(run_dir))}@{agent.step}"
-        )
+        label = os.path.basename(os.path.abspath(run_dir))
+        if agent_file.is_agent_file(resolve(run_dir)):  # an agent file (or a shipped agent's name): no run dir
+            label = label.removesuffix(agent_file.SUFFIX)
+            run_dir = out_dir or os.path.join("runs", "eval", label)
+        agent_player = players_lib.agent_player(agent, simulations, name=f"{label}@{agent.step}")
         results_file = results_path(run_dir)
         games_root = os.path.join(run_dir, "eval", "games")
     other = players_lib.make_player(opponent, game)

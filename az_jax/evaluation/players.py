@@ -5,7 +5,8 @@
                                     classic UCT with uniformly random rollouts (az_jax/evaluation/rollout_mcts.py)
     run:DIR[@STEP][:sims=N]         a trained az_jax network (latest checkpoint, or STEP), greedy by visits after
                                     N simulations (default: the run's eval_simulations); sims=0 is the raw policy
-                                    (the most probable legal move, no search)
+                                    (the most probable legal move, no search); DIR may also be an agent file
+                                    (`az-jax export`, FILE.azagent) or a shipped agent's name (run:connect_four)
     sl:DIR[@STEP][:temp=T]          an AlphaGo policy network trained by `az-jax alphago sl` (Nature 2016's p_σ) or
                                     `az-jax alphago rl` (p_ρ),
                                     no search: the most probable sensible point (temp=0, default) or one sampled at

@@ -12,13 +12,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "eval", help="play a trained run against another player; append the result to the run"
     )
     who = parser.add_mutually_exclusive_group(required=True)
-    who.add_argument("--run-dir", type=path, help="the run (or one checkpoint directory) to evaluate")
+    who.add_argument(
+        "--run-dir",
+        type=path,
+        help="the run (or one checkpoint directory, an agent file, a shipped agent's name) to evaluate",
+    )
     who.add_argument(
         "--player", metavar="SPEC", help="instead of a run: any player spec (with --game), e.g. gnugo:level=1"
     )
     parser.add_argument("--game", default=None, help="with --player: the game")
     parser.add_argument(
-        "--out-dir", type=path, default=None, help="with --player: where results.jsonl and games go (default runs/eval)"
+        "--out-dir",
+        type=path,
+        default=None,
+        help="with --player or an agent file: where results.jsonl and games go (default runs/eval, runs/eval/NAME)",
     )
     parser.add_argument("--step", type=non_negative_int, default=None, help="checkpoint step (default: latest)")
     parser.add_argument(

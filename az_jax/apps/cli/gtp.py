@@ -36,7 +36,12 @@ def _resign_threshold(text: str) -> float:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("gtp", help="a trained Go agent as a GTP engine on stdin/stdout")
-    parser.add_argument("--run-dir", type=path, required=True, help="a go_9x9 or go_19x19 run, or one checkpoint dir")
+    parser.add_argument(
+        "--run-dir",
+        type=path,
+        required=True,
+        help="a go_9x9 or go_19x19 run, one checkpoint dir, an agent file or a shipped agent's name (go_9x9)",
+    )
     parser.add_argument("--step", type=non_negative_int, default=None, help="checkpoint step (default: latest)")
     parser.add_argument(
         "--simulations",

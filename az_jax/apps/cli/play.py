@@ -13,7 +13,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--run-dir",
         type=path,
         required=True,
-        help="a run directory, one checkpoint directory, or an AlphaGo agent directory (`az-jax alphago pipeline`)",
+        help="a run directory, one checkpoint directory, an agent file (`az-jax export`), a shipped agent's name "
+        "(tic_tac_toe, connect_four, go_9x9) or an AlphaGo agent directory (`az-jax alphago pipeline`)",
     )
     parser.add_argument("--step", type=non_negative_int, default=None, help="checkpoint step (default: latest)")
     parser.add_argument("--first", choices=["human", "agent"], default="human", help="who moves first")

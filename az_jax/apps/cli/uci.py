@@ -27,7 +27,9 @@ MAX_CAPACITY = 1 << 24  # tree nodes; each holds a pgx chess state and its child
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("uci", help="a trained chess agent as a UCI engine on stdin/stdout")
-    parser.add_argument("--run-dir", type=path, required=True, help="a chess run directory or one checkpoint directory")
+    parser.add_argument(
+        "--run-dir", type=path, required=True, help="a chess run directory, one checkpoint directory or an agent file"
+    )
     parser.add_argument("--step", type=non_negative_int, default=None, help="checkpoint step (default: latest)")
     parser.add_argument(
         "--simulations",
@@ -57,7 +59,7 @@ def run(args) -> int:
     from az_jax.runtime.agent import load_agent  # starts JAX's backend: after main's device set-up
 
     search = engine_search(args.search)
-    if not os.path.isdir(args.run_dir):
+    if not os.path.isdir(args.run_dir) and not os.path.isfile(args.run_dir):
         raise UsageError(f"no run or checkpoint at {os.path.abspath(args.run_dir)}")
 
     def load():
