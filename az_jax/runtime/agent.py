@@ -130,9 +130,9 @@ def load_agent(run_dir_or_checkpoint: str, step: int | None = None, weights: str
         raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
     path = resolve(run_dir_or_checkpoint)
     if agent_file.is_agent_file(path):
-        if step is not None:
-            raise ckpt.CheckpointError(f"{path} is an agent file with one set of weights; it has no step to choose")
         config, variables, saved_step, source = agent_file.read(path)
+        if step is not None and step != saved_step:
+            raise ckpt.CheckpointError(f"{path} is an agent file with the weights of checkpoint {saved_step} only")
         device = jax.devices()[0]
         return Agent(
             config=config, variables=jax.device_put(variables, device), step=saved_step, weights_iteration=source
