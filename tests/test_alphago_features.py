@@ -484,3 +484,38 @@ def test_bfloat16(batch):
     x = jax.jit(lambda p: F.features(p, 20, dtype=jnp.bfloat16))(position(BOARDS["ladder"]))
     assert x.dtype == jnp.bfloat16
     np.testing.assert_array_equal(np.asarray(x, np.float32), planes_of(batch, "ladder")[..., :20])
+
+
+# --- 19×19: a ladder longer than a 9×9 board -----------------------------------------------------------------------
+
+
+def test_a_19x19_ladder_runs_to_the_edge_and_a_far_breaker_saves_it():
+    """O (9,9) has 2 liberties, (10,9) and (9,10); X holds (8,9), (9,8), (10,8). X at (9,10) starts a ladder: O
+    extends to (10,9) (liberties (11,9), (10,10)), X plays (11,9), O extends (10,10), and so on down the diagonal, the
+    O chain growing along (k,k), (k+1,k) and keeping 2 liberties, until the edge row 18 leaves it 1: captured, 9
+    rows from the start, longer than a 9×9 board. X at (10,9) instead lets O extend to (9,10) with 3 liberties ((8,10),
+    (9,11), (10,10)): no ladder. An O stone at (16,16), on the ladder's path 7 rows down, joins the chain when it
+    arrives there and gives it liberties: the ladder fails, and (9,10) is no ladder capture. (The reference reader of
+    experiments/alphago/ladder_reference.py, which reads every line, marks the same points on all three boards.)"""
+    n = 19
+
+    def planes(o_stones):
+        board = np.zeros(n * n, np.int8)
+        for r, c in ((8, 9), (9, 8), (10, 8)):
+            board[r * n + c] = 1  # X, the player to move
+        for r, c in o_stones:
+            board[r * n + c] = -1
+        position = Position(
+            board=jnp.asarray(board[None]),
+            turns_since=jnp.asarray(np.where(board != 0, 8, 0).astype(np.int8)[None]),
+            ko=jnp.full((1,), -1, jnp.int32),
+            black_to_move=jnp.ones((1,), bool),
+        )
+        return np.asarray(FEATURES_48(position))[0]
+
+    ladder = planes([(9, 9)])
+    assert points(get(ladder, "ladder_capture")[..., 0]) == {(9, 10)}
+    broken = planes([(9, 9), (16, 16)])
+    assert points(get(broken, "ladder_capture")[..., 0]) == set()
+    off_path = planes([(9, 9), (3, 16)])  # an O stone away from the path changes nothing
+    assert points(get(off_path, "ladder_capture")[..., 0]) == {(9, 10)}
