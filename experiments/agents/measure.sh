@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The strength of the agents that ship in the package (az_jax/agents/*.azagent), each loaded by its name, as README's
 # "Shipped agents" table quotes it. Writes experiments/agents/results/{tic_tac_toe,connect_four,go_9x9}.jsonl
-# (appends: one line per measurement). About 25 minutes on 2 CPU cores, most of it the GNU Go games.
+# (appends: one line per measurement). About 35 minutes on 2 CPU cores, most of it the GNU Go games.
 #
 #   experiments/agents/measure.sh [tic_tac_toe] [connect_four] [go_9x9]     (default: all three)
 #
@@ -9,7 +9,9 @@
 #                 32-simulation search (experiments/tic_tac_toe/tic_tac_toe_check.py);
 #   connect_four: the share of optimal moves on the project's solver-labelled positions, raw policy and 64-simulation
 #                 search, and 100 games against rollout MCTS-1000 (experiments/strength/solver_benchmark.py);
-#   go_9x9:       40 games against GNU Go level 1, colours alternating, Tromp-Taylor scoring (`az-jax eval`).
+#   go_9x9:       40 games against GNU Go levels 1 and 5, colours alternating, Tromp-Taylor scoring (`az-jax eval`).
+#                 (Its committed lines were made by the same command on the same file before it shipped, as
+#                 runs/gpu/go_9x9_gpu_341.azagent: experiments/accelerators/results/gpu/README.md §5.)
 set -eu
 cd "$(dirname "$0")/../.."
 OUT=experiments/agents/results
@@ -24,7 +26,9 @@ if [[ "$WANT" == *" connect_four "* ]]; then
     --json "$OUT/connect_four.jsonl"
 fi
 if [[ "$WANT" == *" go_9x9 "* ]]; then
-  rm -rf /tmp/az_jax_agents_eval
-  az-jax eval --run-dir go_9x9 --opponent gnugo:level=1 --games 40 --out-dir /tmp/az_jax_agents_eval --no-games
-  cat /tmp/az_jax_agents_eval/eval/results.jsonl >> "$OUT/go_9x9.jsonl"
+  for level in 1 5; do
+    rm -rf /tmp/az_jax_agents_eval
+    az-jax eval --run-dir go_9x9 --opponent gnugo:level=$level --games 40 --out-dir /tmp/az_jax_agents_eval --no-games
+    cat /tmp/az_jax_agents_eval/eval/results.jsonl >> "$OUT/go_9x9.jsonl"
+  done
 fi
