@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     opt_state = ex.optimizer.init(params=model[0])
     model, opt_state = jax.tree.map(lambda x: jnp.stack([x] * n), (model, opt_state))  # replicate, as pmap expects
 
-    variants = {"az_jax": []}
+    variants: dict[str, list[str]] = {"az_jax": []}
     for spec in args.az_jax_variant:
         label, _, assignments = spec.partition(":")
         if not label or not assignments:
@@ -274,11 +274,13 @@ class AzJaxSide:
         games, replay, _ = self.selfplay(self.state, jax.random.key(index))
         jax.block_until_ready(replay)
         t1 = time.perf_counter()
-        self.state = self.state.replace(games=games, replay=replay)
+        self.state = self.state.replace(games=games, replay=replay)  # type: ignore[attr-defined]
         params, batch_stats, opt_state, ready, _ = self.learn(self.state, jax.random.key(10_000 + index))
         jax.block_until_ready(params)
         t2 = time.perf_counter()
-        self.state = self.state.replace(params=params, batch_stats=batch_stats, opt_state=opt_state)
+        self.state = self.state.replace(  # type: ignore[attr-defined]
+            params=params, batch_stats=batch_stats, opt_state=opt_state
+        )
         cfg = self.config
         return {
             "selfplay_seconds": t1 - t0,
