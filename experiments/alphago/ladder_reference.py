@@ -9,6 +9,7 @@ The reference reads every line, written plainly in Python over a NumPy board, wi
     liberties that m puts in atari; the prey is captured if some line captures it;
   * ladder escape at m (the player to move defends): m is the last liberty of an own chain in atari; after m the prey
     escapes if no line captures it;
+  * a position met again (the same board, prey and side to move) is read once: its answer is remembered;
   * the defender, prey in atari, tries the extension at its liberty and every capture of an attacker chain in atari
     next to the prey; the attacker, prey with 2 liberties, tries both liberties; a defender move that leaves 3 or more
     liberties escapes, one that leaves 0 or 1 is captured; an attacker move that does not leave the prey in atari
@@ -90,10 +91,29 @@ def _defender_moves(board: Board, prey, defender: int) -> list:
     return list(dict.fromkeys(moves))
 
 
-def captured_defender_to_move(board: Board, prey, defender: int, plies: int) -> bool:
-    """The prey (in atari, defender to move) is captured by some line whatever the defender does."""
+_MEMO: dict = {}  # (to move, board bytes, prey, defender) -> captured: lines that meet again are read once
+
+
+def _memo(kind: str, board: Board, prey, defender: int, plies: int, read) -> bool:
+    key = (kind, board.grid.tobytes(), prey, defender)
     if plies >= MAX_PLIES:
         return True
+    if key not in _MEMO:
+        _MEMO[key] = read()
+    return _MEMO[key]
+
+
+def captured_defender_to_move(board: Board, prey, defender: int, plies: int) -> bool:
+    """The prey (in atari, defender to move) is captured by some line whatever the defender does."""
+    return _memo("d", board, prey, defender, plies, lambda: _defender_reads(board, prey, defender, plies))
+
+
+def captured_attacker_to_move(board: Board, prey, defender: int, plies: int) -> bool:
+    """The prey (2 liberties, attacker to move) is captured by some line."""
+    return _memo("a", board, prey, defender, plies, lambda: _attacker_reads(board, prey, defender, plies))
+
+
+def _defender_reads(board: Board, prey, defender: int, plies: int) -> bool:
     for m in _defender_moves(board, prey, defender):
         after = board.play(m, defender)
         if after is None:
@@ -106,10 +126,7 @@ def captured_defender_to_move(board: Board, prey, defender: int, plies: int) -> 
     return True
 
 
-def captured_attacker_to_move(board: Board, prey, defender: int, plies: int) -> bool:
-    """The prey (2 liberties, attacker to move) is captured by some line."""
-    if plies >= MAX_PLIES:
-        return True
+def _attacker_reads(board: Board, prey, defender: int, plies: int) -> bool:
     for x in sorted(board.liberties(board.chain(prey))):
         after = board.play(x, -defender)
         if after is None or after.grid[prey] != defender:
@@ -125,6 +142,7 @@ def captured_attacker_to_move(board: Board, prey, defender: int, plies: int) -> 
 def reference_planes(grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(ladder capture, ladder escape) [n, n] bool of a board signed for the player to move (+1 own)."""
     board = Board(grid)
+    _MEMO.clear()
     n = board.n
     capture = np.zeros((n, n), bool)
     escape = np.zeros((n, n), bool)
