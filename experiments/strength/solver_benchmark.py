@@ -2,7 +2,7 @@
 search on the labelled position set (az_jax/evaluation/connect_four_solver.py), overall and in won / drawn positions,
 and optionally its score against rollout MCTS (`az-jax eval`).
 
-    python -m experiments.strength.solver_benchmark RUN_DIR [RUN_DIR ...] [--step K] [--simulations 64]
+    python -m experiments.strength.solver_benchmark RUN_DIR [RUN_DIR ...] [--step K | --steps K1,K2,...] [--simulations 64]
         [--positions experiments/data/connect_four_positions.jsonl] [--mcts 200,1000 --games 100] [--json FILE]
         [--by-depth] [--search puct|gumbel]
 
@@ -70,6 +70,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dirs", nargs="+")
     parser.add_argument("--step", type=int, default=None)
+    parser.add_argument(
+        "--steps", default=None, help="comma-separated checkpoints, each scored in turn (instead of --step)"
+    )
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--positions", default=DEFAULT_POSITIONS)
     parser.add_argument(
@@ -87,9 +90,10 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as e:
         print(f"solver_benchmark: {e}", file=sys.stderr)
         return 2
-    for run_dir in args.run_dirs:
+    steps = [int(k) for k in args.steps.split(",")] if args.steps else [args.step]
+    for run_dir, step in [(r, k) for r in args.run_dirs for k in steps]:
         try:
-            agent = load_agent(run_dir, args.step)
+            agent = load_agent(run_dir, step)
         except CheckpointError as e:
             print(f"solver_benchmark: {e}", file=sys.stderr)
             return 2
