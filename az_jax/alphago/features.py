@@ -67,10 +67,10 @@ attacker choice and every defender extension or capture):
     and one capture, by the liberties they leave at once, and reads on from the better only;
   * the defender never plays elsewhere (no counter-atari, no capture of attacker chains not next to the prey).
 Against such a full reader (both attacker choices, the extension and every capture for the defender, no ko, 80
-plies), on 256 random 19x19 positions (100 random moves each): 869 ladder captures against its 872 (17 extra, 20
-missed) and 107 escapes against 100 (7 extra); on 256 random 9x9 positions (40 moves): 668 captures against 655 (25
-extra, 12 missed), 144 escapes against 140 (5 extra, 1 missed). With no fork, 61 of the 872 are missed; reading "a
-defender capture is an escape" instead of reading on misses 96 of the 9x9 655.
+plies; `python -m experiments.alphago.ladder_reference`, figures in experiments/alphago/results/ladder_reference.json),
+on 256 random 19x19 positions (100 random moves each): 796 ladder captures against its 799 (14 extra, 17 missed) and
+116 escapes against 112 (4 extra, none missed); on 256 random 9x9 positions (40 moves): 646 captures against 642 (20
+extra, 16 missed), 152 escapes against 154 (1 extra, 3 missed).
 Reads run on a fixed number of slots shared by the whole batch; a finished line's slot takes a forked line waiting
 (on a stack of twice the slots; a fork that finds it full is not read) or the next pending read, so the time goes
 with the number of plies read, not with the batch size times the longest ladder.
