@@ -12,6 +12,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "az_jax"
 CORE, RUNTIME = PACKAGE / "core", PACKAGE / "runtime"
 OUTER = ("evaluation", "engines", "frontends", "alphago", "apps")  # the outer packages; apps is the top
+DATA = (
+    "agents",
+)  # package data the runtime reads (the shipped agents): no code, an __init__.py with a docstring alone
 MODULES = sorted(PACKAGE.rglob("*.py"))
 
 
@@ -49,7 +52,12 @@ def test_every_module_sits_in_a_ring():
     loose = [p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py"]
     assert not loose, f"modules outside every ring: {loose}"
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
-    assert folders == {"core", "runtime", *OUTER}, folders
+    assert folders == {"core", "runtime", *OUTER, *DATA}, folders
+    for folder in DATA:
+        code = sorted((PACKAGE / folder).rglob("*.py"))
+        assert code == [PACKAGE / folder / "__init__.py"], code
+        body = ast.parse(code[0].read_text()).body
+        assert len(body) == 1 and isinstance(body[0], ast.Expr), f"{folder}/__init__.py holds code"
 
 
 @pytest.mark.parametrize("path", sorted(CORE.glob("*.py")), ids=_ids(sorted(CORE.glob("*.py"))))

@@ -68,7 +68,8 @@ def decode(data: bytes, where: str) -> tuple[config_lib.Config, dict, int, int]:
     try:
         config = overrides_lib.from_json(raw["config"])
     except (KeyError, config_lib.ConfigError, TypeError, ValueError) as e:
-        raise ckpt.CheckpointError(f"{where}: its config does not parse ({ckpt._one_line(e)})") from None
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ckpt.CheckpointError(f"{where}: its config does not parse ({first})") from None
     setup = make_setup(config)  # outside eval_shape: pgx makes its first state at import, which must not be traced
     abstract = jax.eval_shape(lambda: init_variables(setup, jax.random.key(0)))
     variables = raw.get("variables")
