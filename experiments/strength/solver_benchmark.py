@@ -3,8 +3,8 @@ search on the labelled position set (az_jax/evaluation/connect_four_solver.py), 
 and optionally its score against rollout MCTS (`az-jax eval`).
 
     python -m experiments.strength.solver_benchmark RUN_DIR [RUN_DIR ...] [--step K | --steps K1,K2,...]
-        [--simulations 64] [--positions experiments/data/connect_four_positions.jsonl] [--mcts 200,1000 --games 100] [--json FILE]
-        [--by-depth] [--search puct|gumbel]
+        [--simulations 64] [--positions experiments/data/connect_four_positions.jsonl]
+        [--mcts 200,1000 --games 100] [--json FILE] [--by-depth] [--search puct|gumbel]
 
 Any other connect-four player is scored the same way: wrap it as a `(states, key) -> actions` function and call
 `connect_four_solver.evaluate`.
