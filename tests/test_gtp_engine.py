@@ -500,7 +500,10 @@ def test_cli_missing_run_is_one_line_error(tmp_path):
         stdin=subprocess.DEVNULL,
     )
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr, r.stderr[-2000:]
-    assert r.stderr.strip().splitlines()[-1] == f"az-jax: error: no run or checkpoint at {tmp_path / 'none'}"
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"az-jax: error: no run or checkpoint at {tmp_path / 'none'} (nor an agent file; shipped agents: "
+        "connect_four, go_9x9, tic_tac_toe)"
+    )
 
 
 # --- real controllers -------------------------------------------------------------------------------------------------

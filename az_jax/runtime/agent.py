@@ -84,7 +84,7 @@ def _locate(path: str) -> tuple[str, int | None]:
     path = os.path.abspath(path)
     if not os.path.exists(path):
         names = ", ".join(sorted(agent_file.shipped())) or "none"
-        raise ckpt.CheckpointError(f"no run, checkpoint or agent file at {path} (shipped agents: {names})")
+        raise ckpt.CheckpointError(f"no run or checkpoint at {path} (nor an agent file; shipped agents: {names})")
     base = os.path.basename(path)
     parent = os.path.dirname(path)
     if base.isdigit() and os.path.basename(parent) == "checkpoints":
