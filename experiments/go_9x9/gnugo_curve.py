@@ -79,7 +79,8 @@ def main(argv=None) -> int:
                 }
                 if args.json:
                     append_jsonl(args.json, row)
-            cells.append(f"{row['score']:.3f}, {row.get('margin_mean') or float('nan'):+.1f}")
+            margin = row.get("margin_mean")  # None when no game was scored; 0.0 is a margin
+            cells.append(f"{row['score']:.3f}, {float('nan') if margin is None else margin:+.1f}")
         print(f"| {step} | {minutes.get(step, float('nan')):.1f} | " + " | ".join(cells) + " |", flush=True)
     return 0
 
