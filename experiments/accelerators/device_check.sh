@@ -5,7 +5,9 @@
 #
 # STEPS (default "tests bench memory peer mfu") picks steps; "split" (not in the default) benches go_9x9 at the pgx
 # example's scale for where a ply's time goes; "learn" (not in the default) trains go_9x9 for LEARN_SECONDS (default
-# 240) and brings its agents back. PEER_PLIES / PEER_ITERATIONS change the side-by-side's plies per iteration (default
+# 240) and brings its agents back; LEARN_GAME=connect_four trains connect four instead (5 × 128, bfloat16, 1,024 games,
+# the solver set scored every 10 iterations in its metrics). SPLIT_SETS adds `--set` pairs to the "split" bench (e.g.
+# "compute_dtype=bfloat16"). PEER_PLIES / PEER_ITERATIONS change the side-by-side's plies per iteration (default
 # 32) and iterations (default 4); PEER_VARIANTS (default "bf16:compute_dtype=bfloat16") adds az_jax variants to it.
 #
 # 0. pgx's own AlphaZero example side by side, first, on a quiet device (experiments/peers/peer_pgx_example.py --az-jax,
@@ -66,6 +68,9 @@ if [ "$SCALE" = tiny ]; then
   TESTS=(tests/test_conv.py)
   LEARN_SETS=(--set num_blocks=1 --set num_channels=8 --set selfplay_batch_size=16 --set batch_size=32
               --set num_simulations=4 --set min_replay_size=64 --set checkpoint_every=2 --set eval_every=0)
+  LEARN_SETS_C4=(--set num_blocks=1 --set num_channels=8 --set selfplay_batch_size=16 --set batch_size=32
+                 --set num_simulations=4 --set min_replay_size=64 --set checkpoint_every=2 --set eval_every=2
+                 --set eval_opponents=random --set eval_games=4 --set eval_solver_simulations=4)
   PEER_SCALE=(--set num_simulations=4 --set selfplay_batch_size=16 --set batch_size=32 --set num_blocks=1
               --set num_channels=8)
   MEM_CONFIGS=("connect_four small" "go_9x9 small")
@@ -85,6 +90,13 @@ else
   LEARN_SETS=(--set num_blocks=6 --set num_channels=128 --set compute_dtype=bfloat16 --set selfplay_batch_size=1024
               --set batch_size=1024 --set replay_capacity=262144 --set min_replay_size=16384 --set lr_boundaries=7000
               --set checkpoint_every=25 --set eval_every=0)
+  # connect four at a GPU's scale: the small preset's recipe (Gumbel-16, mirror images, train_ratio 4) with AlphaZero.jl's
+  # 5 × 128 network, 16k positions an iteration (64 SGD steps of 1,024), a window of 16 iterations, the rate's step
+  # near the end of a 4-minute run; the solver set (1,000 positions, 64-simulation search) every 10 iterations
+  LEARN_SETS_C4=(--set num_blocks=5 --set num_channels=128 --set compute_dtype=bfloat16 --set selfplay_batch_size=1024
+                 --set batch_size=1024 --set replay_capacity=262144 --set min_replay_size=16384
+                 --set lr_boundaries=${C4_LR_STEP:-10000} --set checkpoint_every=10 --set eval_every=10
+                 --set eval_opponents=random --set eval_games=64)
   PEER_SCALE=(--set num_simulations=32 --set selfplay_batch_size=1024 --set batch_size=4096 --set num_blocks=6
               --set num_channels=128)
   MEM_CONFIGS=("connect_four small" "go_9x9 small" "go_9x9 small --set selfplay_batch_size=1024 --set num_blocks=6 --set num_channels=128 --set num_simulations=32 --set batch_size=4096")
@@ -140,21 +152,30 @@ fi
 if want split; then  # the like-for-like config of the side by side (experiments/peers/peer_pgx_example.py)
   step "bench go_9x9 at the pgx example's scale"
   run 150 $AZ bench --game go_9x9 --preset small "${PEER_SCALE[@]}" --set train_ratio=1 --set aux_ownership_weight=0 \
-    --set aux_score_weight=0 --set augment_symmetries=false --repeats 2 --json "$OUT_DIR/bench_go_9x9_pgx_scale.json"
+    --set aux_score_weight=0 --set augment_symmetries=false ${SPLIT_SETS:+$(printf -- '--set %s ' $SPLIT_SETS)} \
+    --repeats 2 --json "$OUT_DIR/bench_go_9x9_pgx_scale.json"
 fi
 if want learn; then
-  step "learning: go_9x9 for ${LEARN_SECONDS:-240} s"
-  LEARN_DIR=${LEARN_DIR:-/tmp/learn_go_9x9}
-  timeout --kill-after=90 -s TERM "${LEARN_SECONDS:-240}" $AZ train --game go_9x9 --preset small --run-dir "$LEARN_DIR" \
-    --set num_iterations=100000 "${LEARN_SETS[@]}"
+  LEARN_GAME=${LEARN_GAME:-go_9x9}
+  [ "$LEARN_GAME" = connect_four ] && LEARN_SETS=("${LEARN_SETS_C4[@]}")
+  step "learning: $LEARN_GAME for ${LEARN_SECONDS:-240} s"
+  LEARN_DIR=${LEARN_DIR:-/tmp/learn_$LEARN_GAME}
+  timeout --kill-after=90 -s TERM "${LEARN_SECONDS:-240}" $AZ train --game "$LEARN_GAME" --preset small \
+    --run-dir "$LEARN_DIR" --set num_iterations=100000 "${LEARN_SETS[@]}"
   echo "train exit $? (124: stopped at the time limit, after saving the iteration in flight)"
   cp "$LEARN_DIR/metrics.jsonl" "$OUT_DIR/learn_metrics.jsonl"
   STEPS_SAVED=($(ls "$LEARN_DIR/checkpoints" | grep -E '^[0-9]+$' | sort -n))
   if [ ${#STEPS_SAVED[@]} -gt 0 ]; then
     LAST=${STEPS_SAVED[-1]}
     MID=${STEPS_SAVED[$(( (${#STEPS_SAVED[@]} - 1) / 2 ))]}
-    for s in $(printf '%s\n' "$MID" "$LAST" | sort -un); do
-      run 120 $AZ export "$LEARN_DIR" "$OUT_DIR/go_9x9_gpu_$s.azagent" --step "$s" --weights latest
+    BEST=  # connect four: also the checkpoint whose in-training solver share with search was highest
+    [ "$LEARN_GAME" = connect_four ] && BEST=$($PY -c "
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+rows = [r for r in rows if 'eval/solver_search' in r]
+print(max(rows, key=lambda r: r['eval/solver_search'])['iteration'] if rows else '')" "$LEARN_DIR/metrics.jsonl")
+    for s in $(printf '%s\n' "$MID" "$LAST" $BEST | sort -un); do
+      run 120 $AZ export "$LEARN_DIR" "$OUT_DIR/${LEARN_GAME}_gpu_$s.azagent" --step "$s" --weights latest
     done
   else
     echo "!!! no checkpoint saved"
