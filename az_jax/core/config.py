@@ -52,6 +52,10 @@ class Config:
     dirichlet_alpha: float = 0.0  # root noise concentration; 0 means the game's value from envs/
     dirichlet_fraction: float = 0.25  # ε: P = (1 − ε) p + ε η at the root, self-play only (AGZ "Self-play")
     temperature_moves: int = -1  # plies sampled ∝ visit counts, then greedy; -1 means the game's value
+    # NOT IN THE PAPERS: the first K plies of every self-play game are uniformly random legal moves (each position is
+    # still searched and stored with its search's targets; only the move played is random), so that games start from
+    # many openings and self-play cannot settle into one drawn line. 0: off (the papers).
+    random_opening_plies: int = 0
     max_num_considered_actions: int = 16  # Gumbel search only: actions kept by sequential halving
     # Forced playouts and policy target pruning (KataGo: Wu 2019, §3.2), PUCT self-play only: every root child that
     # has been visited gets at least n_forced(c) = sqrt(k · P(c) · Σ N) visits, and the policy target then takes back

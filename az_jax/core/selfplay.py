@@ -3,7 +3,8 @@
 Each stored position keeps observation, search policy π, legal mask and mover; its outcome z arrives when its game
 ends (replay.resolve). Moves are sampled from the search policy for the first `sampling_moves` plies of each game and
 chosen greedily by visit count afterwards (AlphaGo Zero, Silver et al., Nature 2017, Methods, "Self-play"; AlphaZero
-keeps the AGZ cut-off of 30 by default).
+keeps the AGZ cut-off of 30 by default). With `random_opening_plies` K > 0 (not in the papers) the first K plies of
+each game are uniformly random legal moves instead; their positions are searched and stored like any other.
 With `resign` (AlphaGo Zero, az_jax/core/resign.py) a game also ends when its mover resigns; the resigning side loses.
 With KataGo's auxiliary targets on, the final position of each game that ends is also scored for ownership and margin
 (GameSpec.final_targets), which reach its positions with z.
@@ -40,6 +41,7 @@ class SelfPlayConfig:
     search: search_lib.SearchConfig  # the search of every move, with root noise
     num_plies: int  # S: plies every game advances per call
     sampling_moves: int  # plies of each game sampled ∝ visits (τ = 1), then greedy
+    random_opening_plies: int = 0  # plies of each game played uniformly at random (still searched and stored)
     resign_disabled_fraction: float | None = None  # resignation on (AlphaGo Zero): the fraction of games played out
     # Playout cap randomization (KataGo, Wu 2019, §3.1): with probability `full_search_fraction` a ply is searched
     # by `search`, else by `fast_search` (fewer simulations, no root noise), and only fully searched positions are
@@ -61,6 +63,7 @@ class SelfPlayConfig:
             search=search,
             num_plies=config.selfplay_steps,
             sampling_moves=config.sampling_moves,
+            random_opening_plies=config.random_opening_plies,
             resign_disabled_fraction=config.resign_disabled_fraction if config.resign else None,
             fast_search=dataclasses.replace(search, num_simulations=config.fast_simulations, dirichlet_fraction=0.0)
             if capped
@@ -146,6 +149,8 @@ def play(
         search_key, reset_key = jax.random.split(key)
         if resigning:
             reset_key, resign_key = jax.random.split(reset_key)
+        if settings.random_opening_plies:
+            reset_key, opening_key = jax.random.split(reset_key)
         games = state.env
         legal = games.legal_action_mask
 
@@ -166,6 +171,9 @@ def play(
                 full, searched(settings.search), searched(settings.fast_search), search_key
             )
         action = jnp.where(state.ply < settings.sampling_moves, sampled, greedy)  # [B]
+        if settings.random_opening_plies:  # a uniformly random legal move in each game's first plies
+            uniform = jax.random.categorical(opening_key, jnp.where(legal, 0.0, -jnp.inf))  # [B]
+            action = jnp.where(state.ply < settings.random_opening_plies, uniform, action)
         buffer = replay_lib.add(
             buffer,
             ply_index,

@@ -102,6 +102,8 @@ def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -
         raise ConfigError(
             f"temperature_moves must be >= 0 (or -1 for the game's value), got {config.temperature_moves}"
         )
+    if config.random_opening_plies < 0:
+        raise ConfigError(f"random_opening_plies must be >= 0, got {config.random_opening_plies}")
     if config.train_ratio <= 0:
         raise ConfigError(f"train_ratio must be > 0, got {config.train_ratio}")
     if config.c_base <= 0 or config.c_init < 0:

@@ -7,7 +7,7 @@
 # example's scale for where a ply's time goes; "learn" (not in the default) trains go_9x9 for LEARN_SECONDS (default
 # 240) and brings its agents back; LEARN_GAME=connect_four trains connect four instead (5 × 128, bfloat16, 1,024 games,
 # the solver set scored every 10 iterations in its metrics). SPLIT_SETS adds `--set` pairs to the "split" bench (e.g.
-# "compute_dtype=bfloat16"). PEER_PLIES / PEER_ITERATIONS change the side-by-side's plies per iteration (default
+# "compute_dtype=bfloat16"), LEARN_EXTRA to the learning run's. PEER_PLIES / PEER_ITERATIONS change the side-by-side's plies per iteration (default
 # 32) and iterations (default 4); PEER_VARIANTS (default "bf16:compute_dtype=bfloat16") adds az_jax variants to it.
 #
 # 0. pgx's own AlphaZero example side by side, first, on a quiet device (experiments/peers/peer_pgx_example.py --az-jax,
@@ -161,7 +161,8 @@ if want learn; then
   step "learning: $LEARN_GAME for ${LEARN_SECONDS:-240} s"
   LEARN_DIR=${LEARN_DIR:-/tmp/learn_$LEARN_GAME}
   timeout --kill-after=90 -s TERM "${LEARN_SECONDS:-240}" $AZ train --game "$LEARN_GAME" --preset small \
-    --run-dir "$LEARN_DIR" --set num_iterations=100000 "${LEARN_SETS[@]}"
+    --run-dir "$LEARN_DIR" --set num_iterations=100000 "${LEARN_SETS[@]}" \
+    ${LEARN_EXTRA:+$(printf -- '--set %s ' $LEARN_EXTRA)}
   echo "train exit $? (124: stopped at the time limit, after saving the iteration in flight)"
   cp "$LEARN_DIR/metrics.jsonl" "$OUT_DIR/learn_metrics.jsonl"
   STEPS_SAVED=($(ls "$LEARN_DIR/checkpoints" | grep -E '^[0-9]+$' | sort -n))
