@@ -1,0 +1,87 @@
+"""Random openings in self-play (Config.random_opening_plies, not in the papers): the first K plies of each game are
+uniformly random legal moves, still searched and stored with the search's targets; play after them is the search's."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from az_jax.core import config as config_lib
+from az_jax.core import overrides as overrides_lib
+from az_jax.core import presets as presets_lib
+from az_jax.core import replay, search, selfplay
+
+from conftest import tiny_network, tiny_variables
+
+pytestmark = pytest.mark.usefixtures("fast_compiles")  # a tiny program: XLA's optimisation passes off (conftest.py)
+
+NUM_GAMES, PLIES = 700, 4
+
+
+def _play(random_opening_plies):
+    """700 connect-four games, 4 plies each, greedy Gumbel-8 search without its Gumbel noise (so every game would
+    play the same moves); returns the buffer's observations and policy targets as [ply, game, ...]."""
+    env, _ = envs.make_env("connect_four")
+    net = tiny_network(env.num_actions)
+    obs = env.init(jax.random.key(0)).observation
+    variables = tiny_variables(net, obs[None].astype(jnp.float32), seed=1)
+    settings = selfplay.SelfPlayConfig(
+        search=search.SearchConfig(num_simulations=8, algorithm="gumbel", gumbel_scale=0.0),
+        num_plies=PLIES,
+        sampling_moves=0,
+        random_opening_plies=random_opening_plies,
+    )
+    games = selfplay.init(env, jax.random.key(2), NUM_GAMES)
+    buffer = replay.init(
+        PLIES * NUM_GAMES, env.observation_shape, obs.dtype, env.num_actions
+    )  # ply t, game b: row t·B+b
+    play = jax.jit(
+        lambda games, buffer, key: selfplay.play(
+            env, lambda v, o: net.apply(v, o, train=False), variables, settings, games, buffer, key, jnp.int32(0)
+        )
+    )
+    _, buffer, _ = jax.tree.map(np.asarray, play(games, buffer, jax.random.key(3)))
+    observations = buffer.observation.reshape(PLIES, NUM_GAMES, -1)
+    return observations, buffer.policy.reshape(PLIES, NUM_GAMES, -1)
+
+
+def _first_columns(observations):
+    """The column of each game's first stone: the one occupied square of the position before ply 1 (connect four's
+    observation is [6 rows, 7 columns, 2 planes])."""
+    board = observations[1].reshape(NUM_GAMES, 6, 7, 2).sum(-1)  # [game, row, column]: 1 where a stone is
+    assert (board.sum((1, 2)) == 1).all()
+    return board.sum(1).argmax(-1)  # [game]
+
+
+def test_first_plies_are_uniform_then_the_search_plays():
+    observations, policy = _play(random_opening_plies=2)
+    counts = np.bincount(_first_columns(observations), minlength=7)
+    # Uniform over 7 columns: each count is Binomial(700, 1/7), mean 100, sd sqrt(700 · 1/7 · 6/7) = 9.3; 60–140 is
+    # more than 4 sd either side.
+    assert counts.sum() == NUM_GAMES and counts.min() >= 60 and counts.max() <= 140, counts
+    # Every game's first position is the same empty board, searched alike: the stored target is the search's visit
+    # distribution (the same in all 700 rows), not the random move that was played from it.
+    np.testing.assert_allclose(policy[0], np.broadcast_to(policy[0, :1], policy[0].shape), atol=1e-6)
+    assert policy[0, 0].max() < 1.0
+    # Ply 2 (the third) is the search's greedy move again: games that reached the same position after the two random
+    # plies reach the same position after ply 2 (a random third move would split the ~14 games of an opening).
+    after = {}
+    for before, following in zip(map(bytes, observations[2]), map(bytes, observations[3])):
+        after.setdefault(before, set()).add(following)
+    assert len(after) > 7  # the two random plies made many openings (49 at most)
+    assert all(len(following) == 1 for following in after.values())
+
+
+def test_without_the_switch_every_game_opens_alike():
+    observations, _ = _play(random_opening_plies=0)
+    counts = np.bincount(_first_columns(observations), minlength=7)
+    assert counts.max() == NUM_GAMES  # greedy search without noise, one network: one first move
+
+
+def test_config_checks_the_value():
+    config = presets_lib.preset("tic_tac_toe", "small")
+    assert config.random_opening_plies == 0  # off unless asked for
+    assert overrides_lib.override(config, ["random_opening_plies=4"]).validate().random_opening_plies == 4
+    with pytest.raises(config_lib.ConfigError, match="random_opening_plies must be >= 0"):
+        overrides_lib.override(config, ["random_opening_plies=-1"]).validate()
