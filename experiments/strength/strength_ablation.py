@@ -85,6 +85,10 @@ VARIANTS: dict[str, list[str]] = {
     # into one repeated drawn line (decisive games 0.15 of those finished at iterations 600–650 of a 950-iteration run,
     # policy loss 0.42). Sampled on every ply instead (a game has at most 42):
     "t4_sample_all": ["temperature_moves=42"],
+    # the first 4 plies of every self-play game uniformly random (still searched and trained on): on one H100 at 10×
+    # the data and a 5 × 128 network the preset's self-play settled into all-drawn games and its solver shares fell back
+    # from 0.92 with search; with random openings they rose to 0.968 (experiments/accelerators/results/gpu/, §6)
+    "t4_rop4": ["random_opening_plies=4"],
 }
 
 
