@@ -89,11 +89,18 @@ def _small(game: str) -> Config:
         # (train_ratio=4) against 2: raw 0.765 / search 0.866 against 0.777 / 0.847, drawn positions 0.694 against
         # 0.641; a 64-channel network and 32 simulations were behind at equal time. 450 iterations are about 25
         # minutes on 2 cores with the evaluations; the rate drops ×0.1 at 85% of the 14,400 steps.
+        #
+        # The first 4 plies of every self-play game uniformly random (experiments/strength/README.md §10): without them
+        # self-play settles into drawn games (all of them after ~110 iterations at a GPU's scale, where the solver
+        # shares then fell back from 0.883 / 0.920 to 0.843 / 0.895), leaving nothing decisive to learn from. At a
+        # GPU's scale they took the shares to 0.942 / 0.968; here 450 iterations ended at 0.839 / 0.897 against 0.813 /
+        # 0.868 without (one seed each).
         "connect_four": dict(
             num_blocks=3,
             num_channels=32,
             num_iterations=450,
             train_ratio=4.0,
+            random_opening_plies=4,
             lr_boundaries=(12_000,),
             checkpoint_every=10,
             eval_every=50,

@@ -40,6 +40,8 @@ def _on_former(**changes: str) -> list[str]:
 
 
 # name -> `--set` assignments on top of the connect_four small preset
+# long runs: a checkpoint every 10 iterations, the solver set (and 20 games against random) every 50
+LONG = ["checkpoint_every=10", "eval_every=50", "eval_opponents=random", "eval_games=20"]
 VARIANTS: dict[str, list[str]] = {
     "preset": _on_former(),
     "train_ratio_8": _on_former(train_ratio="8"),
@@ -89,6 +91,11 @@ VARIANTS: dict[str, list[str]] = {
     # the data and a 5 × 128 network the preset's self-play settled into all-drawn games and its solver shares fell back
     # from 0.92 with search; with random openings they rose to 0.968 (experiments/accelerators/results/gpu/, §6)
     "t4_rop4": ["random_opening_plies=4"],
+    # network size at a longer budget (issue 29), both with random openings, 75 minutes on one core each: the rate's
+    # step at about 85% of the steps each finishes (3 × 32: ~1,000 iterations of 32 steps; 4 × 64: ~330), the solver set
+    # scored during training every 50 iterations
+    "rop4_3x32_75min": ["random_opening_plies=4", "lr_boundaries=27000", *LONG],
+    "rop4_4x64_75min": ["random_opening_plies=4", "num_blocks=4", "num_channels=64", "lr_boundaries=9000", *LONG],
 }
 
 
