@@ -8,7 +8,9 @@
 #   tic_tac_toe:  every one of the 4,520 positions with a move to make against the minimax oracle, raw policy and
 #                 32-simulation search (experiments/tic_tac_toe/tic_tac_toe_check.py);
 #   connect_four: the share of optimal moves on the project's solver-labelled positions, raw policy and 64-simulation
-#                 search, and 100 games against rollout MCTS-1000 (experiments/strength/solver_benchmark.py);
+#                 search, and 100 games against rollout MCTS-1000 (experiments/strength/solver_benchmark.py); the file
+#                 is checkpoint 366 of an H100 run (experiments/accelerators/results/gpu/README.md §6), its last line
+#                 in the results the one README quotes (the lines before it are of the agent it replaced);
 #   go_9x9:       40 games against GNU Go levels 1 and 5, colours alternating, Tromp-Taylor scoring (`az-jax eval`).
 #                 (Its committed lines were made by the same command on the same file before it shipped, as
 #                 runs/gpu/go_9x9_gpu_341.azagent: experiments/accelerators/results/gpu/README.md §5.)

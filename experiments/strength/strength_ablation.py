@@ -91,11 +91,11 @@ VARIANTS: dict[str, list[str]] = {
     # the data and a 5 × 128 network the preset's self-play settled into all-drawn games and its solver shares fell back
     # from 0.92 with search; with random openings they rose to 0.968 (experiments/accelerators/results/gpu/, §6)
     "t4_rop4": ["random_opening_plies=4"],
-    # network size at a longer budget (issue 29), both with random openings, 75 minutes on one core each: the rate's
-    # step at about 85% of the steps each finishes (3 × 32: ~1,000 iterations of 32 steps; 4 × 64: ~330), the solver set
-    # scored during training every 50 iterations
+    # network size at a longer budget (issue 29), both with random openings, 75 minutes on one core each, side by side:
+    # the rate's step at 70–80% of the steps each finishes (3 × 32: ~1,200 iterations of 32 steps; 4 × 64: ~235, 19 s
+    # each), the solver set scored during training every 50 iterations
     "rop4_3x32_75min": ["random_opening_plies=4", "lr_boundaries=27000", *LONG],
-    "rop4_4x64_75min": ["random_opening_plies=4", "num_blocks=4", "num_channels=64", "lr_boundaries=9000", *LONG],
+    "rop4_4x64_75min": ["random_opening_plies=4", "num_blocks=4", "num_channels=64", "lr_boundaries=6000", *LONG],
 }
 
 
