@@ -7,8 +7,9 @@
 # example's scale for where a ply's time goes; "learn" (not in the default) trains go_9x9 for LEARN_SECONDS (default
 # 240) and brings its agents back; LEARN_GAME=connect_four trains connect four instead (5 × 128, bfloat16, 1,024 games,
 # the solver set scored every 10 iterations in its metrics). SPLIT_SETS adds `--set` pairs to the "split" bench (e.g.
-# "compute_dtype=bfloat16"), LEARN_EXTRA to the learning run's. PEER_PLIES / PEER_ITERATIONS change the side-by-side's plies per iteration (default
-# 32) and iterations (default 4); PEER_VARIANTS (default "bf16:compute_dtype=bfloat16") adds az_jax variants to it.
+# "compute_dtype=bfloat16"), LEARN_EXTRA to the learning run's. PEER_PLIES / PEER_ITERATIONS change the side by
+# side's plies per iteration (default 32) and iterations (default 4); PEER_VARIANTS (default
+# "bf16:compute_dtype=bfloat16") adds az_jax variants to it.
 #
 # 0. pgx's own AlphaZero example side by side, first, on a quiet device (experiments/peers/peer_pgx_example.py --az-jax,
 #    the two interleaved in one process): go_9x9, 1,024 games, 6 × 128, Gumbel with 32 simulations, training batch
@@ -90,9 +91,10 @@ else
   LEARN_SETS=(--set num_blocks=6 --set num_channels=128 --set compute_dtype=bfloat16 --set selfplay_batch_size=1024
               --set batch_size=1024 --set replay_capacity=262144 --set min_replay_size=16384 --set lr_boundaries=7000
               --set checkpoint_every=25 --set eval_every=0)
-  # connect four at a GPU's scale: the small preset's recipe (Gumbel-16, mirror images, train_ratio 4) with AlphaZero.jl's
-  # 5 × 128 network, 16k positions an iteration (64 SGD steps of 1,024), a window of 16 iterations, the rate's step
-  # near the end of a 4-minute run; the solver set (1,000 positions, 64-simulation search) every 10 iterations
+  # connect four at a GPU's scale: the small preset's recipe (Gumbel-16, mirror images, train_ratio 4, 4 random opening
+  # plies; LEARN_EXTRA=random_opening_plies=0 without them) with AlphaZero.jl's 5 × 128 network, 16k positions an
+  # iteration (64 SGD steps of 1,024), a window of 16 iterations, the rate's step at step 10,000 (iteration 157, about
+  # 70 s in on an H100); the solver set (1,000 positions, 64-simulation search) every 10 iterations
   LEARN_SETS_C4=(--set num_blocks=5 --set num_channels=128 --set compute_dtype=bfloat16 --set selfplay_batch_size=1024
                  --set batch_size=1024 --set replay_capacity=262144 --set min_replay_size=16384
                  --set lr_boundaries=${C4_LR_STEP:-10000} --set checkpoint_every=10 --set eval_every=10
