@@ -12,9 +12,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "az_jax"
 CORE, RUNTIME = PACKAGE / "core", PACKAGE / "runtime"
 OUTER = ("evaluation", "engines", "frontends", "alphago", "apps")  # the outer packages; apps is the top
-DATA = (
-    "agents",
-)  # package data the runtime reads (the shipped agents): no code, an __init__.py with a docstring alone
+# package data the runtime reads (the shipped agents): no code, an __init__.py with a docstring alone
+DATA = ("agents",)
 MODULES = sorted(PACKAGE.rglob("*.py"))
 
 
