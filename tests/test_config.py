@@ -121,6 +121,22 @@ def test_paper_preset_has_the_papers_numbers():
     assert config.root_dirichlet_alpha == 0.3
 
 
+def test_hours_preset_is_the_small_recipe_with_a_three_hour_schedule():
+    small, hours = preset("connect_four"), preset("connect_four", "hours")
+    hours.validate(num_devices=2)
+    # The same recipe (network, search, self-play, replay, random openings); only the run's length, its rate step and
+    # how often it is evaluated differ.
+    same = {"num_iterations", "lr_boundaries", "eval_every"}
+    assert {f.name for f in dataclasses.fields(small) if getattr(small, f.name) != getattr(hours, f.name)} == same
+    # 5,000 iterations × 128 games × 16 plies × train_ratio 4 / batch 256 = 5,000 × 32 = 160,000 steps; the step at 75%.
+    positions = hours.num_iterations * hours.selfplay_batch_size * hours.selfplay_steps
+    steps = positions * hours.train_ratio / hours.batch_size
+    assert steps == 160_000 and hours.lr_boundaries == (120_000,)
+    # measured on connect_four only: elsewhere a clear error naming the game, not a silently unmeasured schedule
+    with pytest.raises(ConfigError, match="'go_9x9'"):
+        preset("go_9x9", "hours")
+
+
 def test_unknown_preset_and_game_are_rejected():
     with pytest.raises(ConfigError, match="huge"):
         preset("chess", "huge")

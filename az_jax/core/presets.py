@@ -7,7 +7,7 @@ from typing import Any
 from az_jax.core.config import Config, ConfigError, get_game_or_error
 from az_jax.core.overrides import override
 
-PRESETS = ("small", "paper", "alphago_zero", "small_agz")
+PRESETS = ("small", "hours", "paper", "alphago_zero", "small_agz")
 
 
 def _paper(game: str) -> Config:
@@ -142,6 +142,25 @@ def _small(game: str) -> Config:
     return dataclasses.replace(Config(), **{**base, **per_game.get(game, {})})
 
 
+# The games the `hours` preset is measured on (below)
+HOURS_GAMES = ("connect_four",)
+
+
+def _hours(game: str) -> Config:
+    """The `small` preset's recipe for a budget of about 3 hours on 2 CPU cores (issue 29's compute-scaling study,
+    experiments/strength/README.md §12). Not in the papers. The 3 × 32 network: at 75 minutes on one core it was ahead
+    of 4 × 64 at every minute (§11: search share 0.933 against 0.908). On 2 cores an iteration takes ~1.8 s and the
+    evaluation every 100 iterations (the solver set, 200 games against random and 200 against rollout MCTS-100) ~36
+    s, so 5,000 iterations are about 3 hours; the rate drops ×0.1 at 75% of the 160,000 steps, so the run ends on its
+    low rate, as §11's budget-scaled runs do."""
+    if game not in HOURS_GAMES:
+        raise ConfigError(
+            f"the 'hours' preset is measured for {', '.join(HOURS_GAMES)} only, not {game!r}; use --preset small "
+            "with --set num_iterations=N and lr_boundaries=M"
+        )
+    return dataclasses.replace(_small(game), num_iterations=5000, lr_boundaries=(120_000,), eval_every=100)
+
+
 def _alphago_zero(game: str) -> Config:
     """AlphaGo Zero's 20-block run (AlphaGo Zero, Silver et al., Nature 2017, Methods: network, search, self-play,
     optimisation, evaluator), with the AlphaGo Zero switches on (variant)."""
@@ -224,4 +243,5 @@ def preset(game: str, name: str = "small") -> Config:
     get_game_or_error(game)
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
-    return {"small": _small, "paper": _paper, "alphago_zero": _alphago_zero, "small_agz": _small_agz}[name](game)
+    builders = {"small": _small, "hours": _hours, "paper": _paper, "alphago_zero": _alphago_zero, "small_agz": _small_agz}
+    return builders[name](game)

@@ -30,7 +30,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "AlphaZero run: --game, --preset, --set and --programs do not apply",
     )
     parser.add_argument("--game", default="connect_four", help="game name (see envs.GAMES)")
-    parser.add_argument("--preset", default="small", help="small, paper, alphago_zero or small_agz")
+    parser.add_argument("--preset", default="small", help="small, hours, paper, alphago_zero or small_agz")
     parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
     parser.add_argument(
         "--programs",

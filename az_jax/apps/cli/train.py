@@ -16,8 +16,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--preset",
         default="small",
-        help="small (laptop CPU / one GPU), paper (AlphaZero, full scale), alphago_zero (AlphaGo Zero, "
-        "full scale) or small_agz (small with the AlphaGo Zero switches)",
+        help="small (laptop CPU / one GPU), hours (connect_four: small's recipe for ~3 hours of 2 CPU cores), "
+        "paper (AlphaZero, full scale), alphago_zero (AlphaGo Zero, full scale) or small_agz (small with the AlphaGo "
+        "Zero switches)",
     )
     parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key (repeatable)")
     parser.add_argument("--run-dir", type=path, default=None, help="output directory (default runs/GAME-PRESET)")
