@@ -243,5 +243,5 @@ def preset(game: str, name: str = "small") -> Config:
     get_game_or_error(game)
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
-    builders = {"small": _small, "hours": _hours, "paper": _paper, "alphago_zero": _alphago_zero, "small_agz": _small_agz}
+    builders = dict(small=_small, hours=_hours, paper=_paper, alphago_zero=_alphago_zero, small_agz=_small_agz)
     return builders[name](game)
