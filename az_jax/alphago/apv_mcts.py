@@ -77,6 +77,7 @@ from pgx._src.games import go as pgx_go
 
 from az_jax.alphago import features as features_lib
 from az_jax.alphago import rollout_policy as rollout_lib
+from az_jax.alphago import virtual_loss
 from az_jax.alphago.networks import PolicyNetwork, ValueNetwork
 from az_jax.alphago.position import Position, from_pgx
 from az_jax.core import search as search_lib
@@ -101,6 +102,8 @@ class APVConfig:
     beta: float = 0.67  # softmax temperature of the prior p_σ^β
     rollout_max_moves: int = 0  # a rollout still going after this many moves is scored as it stands; 0: no cap
     symmetries: bool = True  # each network evaluation sees a random one of the 8 symmetries
+    leaves: int = 1  # leaves per tree per step, evaluated together under virtual loss (virtual_loss.py); 1: synchronous
+    virtual_loss: float = 3.0  # n_vl: virtual visits, each a loss, on every edge a leaf in flight passed
 
     def __post_init__(self):
         checks = {
@@ -109,6 +112,8 @@ class APVConfig:
             "lam": 0.0 <= self.lam <= 1.0,
             "beta": math.isfinite(self.beta) and self.beta > 0,
             "rollout_max_moves": isinstance(self.rollout_max_moves, int) and self.rollout_max_moves >= 0,
+            "leaves": isinstance(self.leaves, int) and self.leaves >= 1 and self.simulations % self.leaves == 0,
+            "virtual_loss": math.isfinite(self.virtual_loss) and self.virtual_loss >= 0,
         }
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
@@ -299,10 +304,23 @@ def _search(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) ->
     root_key, search_key = jax.random.split(key)
     prior, value = _evaluate_jit(config, nets, states, root_key)
     root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=states)
+    invalid = prior <= MASKED / 2
+    if config.leaves > 1:  # several leaves per step under virtual loss
+        return virtual_loss.search(
+            nets,
+            search_key,
+            root,
+            make_recurrent_fn(config),
+            invalid,
+            simulations=config.simulations,
+            leaves=config.leaves,
+            c_puct=config.c_puct,
+            n_vl=config.virtual_loss,
+        )
     # the search method "alphago" of az_jax/core/search.py: the paper's selection with c_puct, no root noise
     search = search_lib.SearchConfig(num_simulations=config.simulations, algorithm="alphago", c_init=config.c_puct)
     run = search_lib.method(search.algorithm).run
-    return run(nets, search_key, root, make_recurrent_fn(config), prior <= MASKED / 2, search)
+    return run(nets, search_key, root, make_recurrent_fn(config), invalid, search)
 
 
 _search_jit = jax.jit(_search, static_argnums=0)
