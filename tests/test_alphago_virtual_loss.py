@@ -8,11 +8,11 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import pytest
+from test_alphago_apv_mcts import BETA, EMPTY, EYE, P, nets, policy_params, stack, value_params
 
 from az_jax.alphago import apv_mcts, virtual_loss
 
 from conftest import fast_compiles_here
-from test_alphago_apv_mcts import BETA, EMPTY, EYE, P, nets, policy_params, stack, value_params
 
 A1, A2 = 40, 30  # the centre, and a point next to it (as tests/test_alphago_apv_mcts.py)
 

@@ -48,8 +48,10 @@ The paper's search, and what this module does with each part:
   (used until the network's priors arrive) is not needed either. The one difference in the search itself: where the
   paper's second visit to a not-yet-expanded leaf s' runs another rollout from s', ours descends one ply (by p_σ and
   the selection rule) and evaluates that child.
-* Virtual loss n_vl = 3 spreads the paper's parallel search threads within one tree; here one tree has one
-  simulation in flight at a time (parallelism is across games), so there is none.
+* Virtual loss n_vl = 3 spreads the paper's parallel search threads within one tree. With `leaves` = 1 (the
+  default) one tree has one simulation in flight at a time (parallelism is across games) and there is none; with
+  `leaves` = K > 1 each step selects K leaves of every tree under virtual loss and evaluates them together
+  (virtual_loss.py), so one game alone fills a batch of K.
 * The move played is the most visited root action (ties: the highest prior). Resigning (max_a Q < −0.8) is left to
   the caller: the root Q values are in the returned tree.
 * Symmetries (`APVConfig.symmetries`): every network evaluation sees its position under one of the 8 dihedral
@@ -65,6 +67,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 import flax.linen as nn
@@ -188,15 +191,20 @@ def own_eyes(board: jax.Array, n: int) -> jax.Array:
 
 
 def rollout(
-    policy: rollout_lib.RolloutPolicy, states: pgx.State, key: jax.Array, max_moves: int | jax.Array = 0
+    policy: rollout_lib.RolloutPolicy,
+    states: pgx.State,
+    key: jax.Array,
+    max_moves: int | jax.Array = 0,
+    env: pgx.Env | None = None,
 ) -> tuple[jax.Array, pgx.State]:
     """Plays each of the pgx Go states [B, ...] to its end with p_π, sampled over the sensible points (legal for pgx
     and for p_π, not an own eye), passing when none is left. Returns (z [B] float32: +1 if the player to move in the
     given state won, −1 if it lost; the final states [B, ...]). A state already over gives its own result. With
     `max_moves` > 0 a game still going after that many moves is scored as it stands (Tromp–Taylor area with the
-    env's komi, pgx's own scorer). The key is consumed."""
+    env's komi, pgx's own scorer). `env`: the pgx Go env whose rules and komi score the games (default: the size's
+    standard one). The key is consumed."""
     n = _size(states)
-    env = _env(n)
+    env = env if env is not None else _env(n)
     batch = jnp.arange(states.current_player.shape[0])
     player = states.current_player  # [B] pgx player id of the side z is for
     black = states._x.step_count % 2 == 0  # [B] that side is Black
@@ -239,10 +247,13 @@ def _planes(nets: Nets, config: APVConfig, position: Position) -> jax.Array:
     return features_lib.features(position, count)
 
 
-def evaluate(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+def evaluate(
+    config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array, env: pgx.Env | None = None
+) -> tuple[jax.Array, jax.Array]:
     """(prior logits [B, N² + 1], leaf value [B]) of pgx Go states [B, ...], for the player to move: the logits of
-    p_σ^β over the sensible points (MASKED elsewhere; pass alone when none is left) and V = (1 − λ) v_θ + λ z.
-    Values of states that are over are meaningless (the caller masks them). The key is consumed."""
+    p_σ^β over the sensible points (MASKED elsewhere; pass alone when none is left) and V = (1 − λ) v_θ + λ z, the
+    rollouts played and scored by `env` (`rollout`). Values of states that are over are meaningless (the caller masks
+    them). The key is consumed."""
     n = _size(states)
     b = states.current_player.shape[0]
     sym_key, rollout_key = jax.random.split(key)
@@ -269,20 +280,20 @@ def evaluate(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) -
         value = value + (1.0 - config.lam) * v.astype(jnp.float32)
     if config.uses_rollouts:
         assert nets.rollout is not None
-        z, _ = rollout(nets.rollout, states, rollout_key, config.rollout_max_moves)
+        z, _ = rollout(nets.rollout, states, rollout_key, config.rollout_max_moves, env)
         value = value + config.lam * z
     return prior, value
 
 
-def make_recurrent_fn(config: APVConfig) -> mctx.RecurrentFn:
-    """mctx's `recurrent_fn` on pgx Go states (the embedding): step, then `evaluate`. Conventions of
-    az_jax/core/search.py: reward to the player who moved, value for the player to move, discount −1, 0 after the
-    end."""
+def make_recurrent_fn(config: APVConfig, env: pgx.Env | None = None) -> mctx.RecurrentFn:
+    """mctx's `recurrent_fn` on pgx Go states (the embedding): step by `env` (default: the size's standard pgx Go env;
+    an engine's has the controller's komi), then `evaluate`. Conventions of az_jax/core/search.py: reward to the
+    player who moved, value for the player to move, discount −1, 0 after the end."""
 
     def recurrent_fn(nets: Nets, rng_key, action, states):
         mover = states.current_player
-        states = jax.vmap(_env(_size(states)).step)(states, action)
-        prior, value = _evaluate_jit(config, nets, states, rng_key)
+        states = jax.vmap((env if env is not None else _env(_size(states))).step)(states, action)
+        prior, value = _evaluate_jit(config, nets, states, rng_key, env)
         over = states.terminated | states.truncated
         batch = jnp.arange(action.shape[0])
         pass_only = jnp.full_like(prior, MASKED).at[:, -1].set(0.0)  # any one playable move at a terminal node
@@ -302,7 +313,7 @@ def make_recurrent_fn(config: APVConfig) -> mctx.RecurrentFn:
 
 def _search(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) -> mctx.PolicyOutput:
     root_key, search_key = jax.random.split(key)
-    prior, value = _evaluate_jit(config, nets, states, root_key)
+    prior, value = _evaluate_jit(config, nets, states, root_key, None)
     root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=states)
     invalid = prior <= MASKED / 2
     if config.leaves > 1:  # several leaves per step under virtual loss
@@ -368,7 +379,9 @@ def make_search(config: APVConfig, policy_config: PolicyShape, value_config: Val
     return _search_fn(config, policy_config, value_config)
 
 
-def _search_fn(config: APVConfig, policy_config: PolicyShape, value_config: ValueShape | None):
+def nets_of(config: APVConfig, policy_config: PolicyShape, value_config: ValueShape | None) -> Callable[[dict], Nets]:
+    """`variables -> Nets` for an agent's networks, variables = {"policy": p_σ params, "value": v_θ params or None,
+    "rollout": RolloutPolicy or None}. ValueError (one line) when λ needs a value network and there is no config."""
     policy = PolicyNetwork(layers=policy_config.layers, filters=policy_config.filters)
     value = None
     if value_config is not None:
@@ -376,8 +389,8 @@ def _search_fn(config: APVConfig, policy_config: PolicyShape, value_config: Valu
     if config.uses_value and value is None:
         raise ValueError(f"APV search with lam={config.lam} needs a value network config (lam=1 searches without)")
 
-    def search_fn(variables: dict, states: pgx.State, key: jax.Array) -> mctx.PolicyOutput:
-        nets = Nets(
+    def nets(variables: dict) -> Nets:
+        return Nets(
             policy_params=variables["policy"],
             value_params=variables.get("value"),
             rollout=variables.get("rollout"),
@@ -386,7 +399,15 @@ def _search_fn(config: APVConfig, policy_config: PolicyShape, value_config: Valu
             value=value,
             value_planes=value_config.planes if value_config is not None else features_lib.NUM_VALUE_PLANES,
         )
-        return search(config, nets, states, key)
+
+    return nets
+
+
+def _search_fn(config: APVConfig, policy_config: PolicyShape, value_config: ValueShape | None):
+    nets = nets_of(config, policy_config, value_config)
+
+    def search_fn(variables: dict, states: pgx.State, key: jax.Array) -> mctx.PolicyOutput:
+        return search(config, nets(variables), states, key)
 
     return search_fn
 
@@ -405,4 +426,4 @@ def make_apply(config: APVConfig, policy_config: PolicyShape, value_config: Valu
     return apply
 
 
-_evaluate_jit = jax.jit(evaluate, static_argnums=0)
+_evaluate_jit = jax.jit(evaluate, static_argnums=(0, 4))  # config and env static

@@ -36,6 +36,7 @@ from az_jax.alphago import agent as agent_lib
 from az_jax.alphago import apv_mcts, presets, supervised, value_training
 from az_jax.alphago.policy_player import sensible_moves
 from az_jax.alphago.position import from_pgx
+from az_jax.frontends import tree_search
 from envs import make_env
 
 DEFAULT_SIMULATIONS = 64  # the `alphago:DIR` player's default when DIR has no preset.json
@@ -50,10 +51,20 @@ def search_config(directory: str, default_simulations: int | None = None) -> apv
 
 @dataclasses.dataclass(frozen=True)
 class PlayConfig:
-    """What a session reads of an agent's config."""
+    """What a session and an engine's kept tree read of an agent's config."""
 
     game: str  # "go_NxN"
     search: apv_mcts.APVConfig  # the search played (its simulations: the default)
+
+    @property
+    def c_init(self) -> float:
+        """The exploration constant of the engine's search method "alphago": c_puct."""
+        return self.search.c_puct
+
+    @property
+    def c_base(self) -> float:
+        """Unused by the paper's selection (az_jax/core/search.py's SearchConfig asks for one)."""
+        return 19652.0
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -72,6 +83,22 @@ class PlayAgent:
     def default_simulations(self) -> int:
         return self.config.search.simulations
 
+    @property
+    def variables(self) -> dict:
+        """{"policy": p_σ params, "value": v_θ params or None, "rollout": RolloutPolicy or None}."""
+        return self.networks.variables
+
+    @property
+    def label(self) -> str:
+        """What an engine calls this agent (`az-jax gtp`'s version line)."""
+        return f"AlphaGo agent {os.path.basename(self.directory)}"
+
+    def tree_evaluator(self, env: pgx.Env) -> tree_search.Evaluator:
+        """The priors and leaf values of the agent's search (p_σ^β; (1 − λ)·v_θ + λ·z, rollouts scored by `env`'s
+        komi) for a tree an engine keeps between moves (az_jax/frontends/tree_search.py), searched by the method
+        "alphago" (the paper's selection)."""
+        return _tree_evaluator(self.config.search, self.networks.policy_config, self.networks.value_config, env)
+
     def search(
         self, states: pgx.State, key: jax.Array, num_simulations: int | None = None
     ) -> tuple[jax.Array, mctx.PolicyOutput]:
@@ -88,6 +115,26 @@ class PlayAgent:
         fn = _policy_value(self.networks.policy_config, self.networks.value_config, self.config.search.beta)
         variables = self.networks.variables
         return fn(variables["policy"], variables["value"], states)
+
+
+@functools.cache
+def _tree_evaluator(
+    config: apv_mcts.APVConfig,
+    policy_config: supervised.SLConfig,
+    value_config: value_training.ValueConfig | None,
+    env: pgx.Env,
+) -> tree_search.Evaluator:
+    nets = apv_mcts.nets_of(config, policy_config, value_config)
+    recurrent = apv_mcts.make_recurrent_fn(config, env)
+
+    def root(variables, key, states):
+        prior, value = apv_mcts.evaluate(config, nets(variables), states, key, env)
+        return mctx.RootFnOutput(prior_logits=prior, value=value, embedding=states)
+
+    def recurrent_fn(variables, key, action, states):
+        return recurrent(nets(variables), key, action, states)
+
+    return tree_search.Evaluator(root, recurrent_fn)
 
 
 @functools.cache

@@ -114,7 +114,8 @@ class GoEngine(GoSearch):
     positions are GoGame's (gtp_game.py); the search and the analysis commands, GoSearch's (gtp_search.py).
 
     Args:
-      agent: an az_jax.runtime.agent.Agent of go_9x9 or go_19x19.
+      agent: an az_jax.runtime.agent.Agent of go_9x9 or go_19x19, or an AlphaGo agent (az_jax/alphago/play_agent.py;
+        its tree_evaluator gives the kept tree its priors and leaf values, and `search` must then be "alphago").
       simulations: visits per genmove with no clock (the kept subtree's count); the cap with a clock. Default: the
         agent's (config.eval_simulations or num_simulations) with no clock, no cap with one.
       resign_threshold: resign when the root's value and the chosen move's value (in [-1, 1], for the side to move)
@@ -232,7 +233,8 @@ class GoEngine(GoSearch):
             version = importlib.metadata.version("az-jax")
         except importlib.metadata.PackageNotFoundError:
             version = "unknown"
-        return f"{version} ({self.game}, checkpoint {self.agent.step})"
+        label = getattr(self.agent, "label", None) or f"checkpoint {self.agent.step}"  # an AlphaGo agent: its label
+        return f"{version} ({self.game}, {label})"
 
     def _known_command(self, args, stream) -> str:
         (name,) = protocol.arguments(args, 1, "known_command COMMAND")

@@ -35,7 +35,7 @@ def _areas(size: int) -> Callable:
 class GoGame:
     """The game's positions and moves (a mixin of GoEngine, which sets these attributes)."""
 
-    agent: Any  # an az_jax.runtime.agent.Agent of go_9x9 or go_19x19
+    agent: Any  # an az_jax.runtime.agent.Agent of go_9x9 or go_19x19, or an AlphaGo agent (play_agent.PlayAgent)
     size: int
     komi: float
     trained_komi: float

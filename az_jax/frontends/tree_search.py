@@ -42,6 +42,10 @@ what a fresh root there would get, so the continued search is a search from the 
 An engine searches by the method it is given (`search`, default PUCT with the run's c_init and c_base), whatever the
 run's acting search; a method that plans its budget ahead (Gumbel's sequential halving) cannot be continued and is
 refused (ValueError, one line).
+
+What evaluates the tree's positions is an `Evaluator` (root priors and value, mctx's recurrent_fn): an AlphaZero
+agent's network (`network_evaluator`), or whatever an agent with a `tree_evaluator(env)` method gives: an AlphaGo
+agent's p_σ^β priors and (1 − λ)·v_θ + λ·z leaf values (az_jax/alphago/play_agent.py), searched by "alphago".
 """
 
 import dataclasses
@@ -78,13 +82,40 @@ def _unbatched(state: pgx.State) -> pgx.State:
     return jax.tree.map(lambda x: x[0], state)
 
 
-class _Programs:
-    """The jitted pure functions of one (network, game, capacity, chunk): shared by every TreeSearch that uses them."""
+@dataclasses.dataclass(frozen=True)
+class Evaluator:
+    """How a kept tree's positions are evaluated: `root(variables, key, state [1, ...]) -> mctx.RootFnOutput` (the
+    prior logits with every move the tree may not play masked) and mctx's `recurrent_fn(variables, key, action,
+    state)`. Made once per (network, env) and cached, so the programs built on it are too."""
 
-    def __init__(self, apply_fn, env: pgx.Env, c_init: float, c_base: float, capacity: int, search: str = "puct"):
+    root: Callable
+    recurrent_fn: Callable
+
+
+@functools.cache
+def network_evaluator(apply_fn, env: pgx.Env) -> Evaluator:
+    """An AlphaZero network's: the priors and value of `apply_fn` on the observation, illegal moves masked."""
+
+    def root(variables, key, state):
+        del key  # no root noise and no random symmetry in an engine's tree
+        logits, value = apply_fn(variables, state.observation)
+        return mctx.RootFnOutput(
+            prior_logits=search_lib.mask_logits(logits, state.legal_action_mask), value=value, embedding=state
+        )
+
+    return Evaluator(root, search_lib.make_recurrent_fn(env, apply_fn))
+
+
+class _Programs:
+    """The jitted pure functions of one (evaluator, game, capacity, chunk): shared by every TreeSearch that uses
+    them."""
+
+    def __init__(
+        self, evaluator: Evaluator, env: pgx.Env, c_init: float, c_base: float, capacity: int, search: str = "puct"
+    ):
         self.env = env
         self.capacity = capacity
-        recurrent_fn = search_lib.make_recurrent_fn(env, apply_fn)
+        recurrent_fn = evaluator.recurrent_fn
         method = search_lib.method(search)
         if not method.continues:
             raise ValueError(
@@ -97,11 +128,9 @@ class _Programs:
 
         def policy(variables, key, state, loop_fn):
             """The search method on one batched state [1, ...], its loop replaced by `loop_fn`; -> the tree."""
-            logits, value = apply_fn(variables, state.observation)
-            root = mctx.RootFnOutput(
-                prior_logits=search_lib.mask_logits(logits, state.legal_action_mask), value=value, embedding=state
-            )
-            invalid = ~state.legal_action_mask
+            # the simulations' keys are fold_in(key, number < capacity - 1): the root's is a number none of them has
+            root = evaluator.root(variables, jax.random.fold_in(key, capacity), state)
+            invalid = root.prior_logits <= search_lib.MASKED / 2
             return method.run(variables, key, root, recurrent_fn, invalid, settings, loop_fn=loop_fn).search_tree
 
         def fresh(variables, key, state):
@@ -213,7 +242,7 @@ def engine_programs(
     count is an argument, so one program serves every chunk size). For az_jax/runtime/preflight.py: what `az-jax
     gtp/uci` will compile on the accelerator."""
     capacity = default_capacity(env) if capacity is None else capacity
-    programs = _Programs(apply_fn, env, c_init, c_base, capacity)
+    programs = _Programs(network_evaluator(apply_fn, env), env, c_init, c_base, capacity)
     place = lambda tree: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding), tree)
     key = place(jax.eval_shape(lambda: jax.random.key(0)))
     state = place(jax.eval_shape(lambda: _batched(env.init(jax.random.key(0)))))
@@ -226,8 +255,8 @@ def engine_programs(
 
 
 @functools.cache
-def _programs(apply_fn, env, c_init, c_base, capacity, search="puct") -> _Programs:
-    return _Programs(apply_fn, env, c_init, c_base, capacity, search)
+def _programs(evaluator, env, c_init, c_base, capacity, search="puct") -> _Programs:
+    return _Programs(evaluator, env, c_init, c_base, capacity, search)
 
 
 class TreeSearch:
@@ -252,7 +281,9 @@ class TreeSearch:
         self.chunk = chunk
         self.variables = agent.variables
         config = agent.config
-        self._programs = _programs(agent.setup.apply_fn, self.env, config.c_init, config.c_base, capacity, search)
+        evaluator = agent.tree_evaluator(env) if hasattr(agent, "tree_evaluator") else None  # an AlphaGo agent's
+        evaluator = evaluator or network_evaluator(agent.setup.apply_fn, self.env)
+        self._programs = _programs(evaluator, self.env, config.c_init, config.c_base, capacity, search)
         self._key = jax.random.key(seed)
         self._tree_key = self._key
         self.reused = 0

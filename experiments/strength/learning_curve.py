@@ -1,5 +1,5 @@
-"""Prints a run's evaluation curve from RUN_DIR/metrics.jsonl: iteration, wall-clock since the start, gradient
-steps, the score against each fixed baseline of the run's `eval_opponents` (W + D/2 over the games), the shares of
+"""Prints a run's evaluation curve from RUN_DIR/metrics.jsonl: iteration, wall-clock minutes of training (the
+pauses of a run stopped and resumed left out: `active_minutes`), gradient steps, the score against each fixed baseline of the run's `eval_opponents` (W + D/2 over the games), the shares of
 optimal moves on connect four's solver set when the run logged them (`eval_solver_simulations`: raw policy, search,
 search in drawn positions) and the losses.
 
@@ -16,15 +16,34 @@ from az_jax.runtime.metrics import read_metrics
 _SCORE = re.compile(r"^eval/vs_(.+)_score$")
 
 
+GAP_SLACK_S = 60.0  # a record this much later than its own work came after a stop (kill, SIGTERM) and a resume
+
+
+def active_minutes(records: list[dict]) -> list[float]:
+    """Minutes of training up to each record: the time between consecutive records, except where a record came more
+    than GAP_SLACK_S after its own work (its iteration and its evaluations' seconds), i.e. the run was stopped and
+    resumed in between: there only that work counts (the restart's compilation is left out with the pause)."""
+    total, out, previous = 0.0, [], None
+    for r in records:
+        own = r["perf/iteration_seconds"] + sum(
+            v for k, v in r.items() if k.startswith("eval/") and k.endswith("_seconds")
+        )
+        between = own if previous is None else r["time"] - previous["time"]
+        total += own if between > own + GAP_SLACK_S else between
+        out.append(total / 60)
+        previous = r
+    return out
+
+
 def curve(run_dir: str) -> tuple[list[str], list[dict]]:
     """(baseline names, one row per evaluated iteration)."""
     records = read_metrics(run_dir)
     if not records:
         raise SystemExit(f"no metrics in {run_dir}")
-    start = records[0]["time"] - records[0]["perf/iteration_seconds"]
+    minutes = active_minutes(records)
     names: list[str] = []
     rows, steps = [], 0
-    for r in records:
+    for r, minute in zip(records, minutes):
         steps += r.get("train/steps", 0)
         found = [m.group(1) for k in r if (m := _SCORE.match(k))]
         if not found:
@@ -34,7 +53,7 @@ def curve(run_dir: str) -> tuple[list[str], list[dict]]:
         rows.append(
             {
                 "iteration": r["iteration"],
-                "minutes": (r["time"] - start) / 60,
+                "minutes": minute,
                 "steps": int(steps),
                 "games": games,
                 "scores": {n: r[f"eval/vs_{n}_score"] for n in found},

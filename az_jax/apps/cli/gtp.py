@@ -1,7 +1,9 @@
 """`az-jax gtp`: a trained Go agent as a GTP engine on stdin/stdout (az_jax/frontends/gtp_engine.py), for Sabaki,
-GoGui, Lizzie, gtp2ogs and tournament referees.
+GoGui, Lizzie, gtp2ogs and tournament referees: an AlphaZero run (searched by PUCT unless --search says otherwise) or
+an AlphaGo agent directory (`az-jax alphago pipeline`; searched by APV-MCTS, az_jax/alphago/play_agent.py).
 
     az-jax gtp --run-dir runs/go_9x9-small [--step N] [--simulations 200] [--resign-threshold -0.8]
+    az-jax gtp --run-dir runs/alphago/ag9-cpu [--simulations 400]
 
 Standard output carries the protocol only; the start-up line and notes go to standard error.
 """
@@ -40,7 +42,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--run-dir",
         type=path,
         required=True,
-        help="a go_9x9 or go_19x19 run, one checkpoint dir, an agent file or a shipped agent's name (go_9x9)",
+        help="a go_9x9 or go_19x19 run, one checkpoint dir, an agent file, a shipped agent's name (go_9x9) or an "
+        "AlphaGo agent directory",
     )
     parser.add_argument("--step", type=non_negative_int, default=None, help="checkpoint step (default: latest)")
     parser.add_argument(
@@ -68,14 +71,39 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=seed, default=0, help="the search's tie-breaking noise")
     add_search(parser)
     add_weights(parser)
+    parser.set_defaults(search=None, weights=None)  # None: not given (an AlphaGo directory takes neither)
     return parser
 
 
-def run(args) -> int:
-    from az_jax.frontends import gtp_engine, gtp_protocol  # the same (imports pgx)
-    from az_jax.runtime.agent import load_agent  # starts JAX's backend: after main's device set-up
+def _alphago_agent(args):
+    """The AlphaGo agent of an agent directory (alphago/play_agent.py), for the search method "alphago"."""
+    from az_jax.alphago import agent as alphago_agent  # these start JAX's backend: after main's device set-up
+    from az_jax.alphago import play_agent, presets
 
-    agent = load_agent(args.run_dir, step=args.step, weights=args.weights)
+    given = [flag for flag, value in (("--step", args.step), ("--weights", args.weights)) if value is not None]
+    if given:
+        raise UsageError(
+            f"{' and '.join(given)}: for AlphaZero runs only; {args.run_dir} is an AlphaGo agent directory, which "
+            "plays the latest network of each stage"
+        )
+    if args.search not in (None, "alphago"):
+        raise UsageError(f"--search {args.search}: an AlphaGo agent searches by alphago (the paper's selection)")
+    try:
+        return play_agent.load(args.run_dir), "alphago"
+    except (alphago_agent.AgentError, presets.PresetError) as e:
+        raise UsageError(str(e)) from None
+
+
+def run(args) -> int:
+    from az_jax.alphago.agent import is_agent_directory  # starts JAX's backend: after main's device set-up
+    from az_jax.frontends import gtp_engine, gtp_protocol  # the same (imports pgx)
+    from az_jax.runtime.agent import load_agent  # the same
+
+    if is_agent_directory(args.run_dir):
+        agent, search = _alphago_agent(args)
+    else:
+        agent = load_agent(args.run_dir, step=args.step, weights=args.weights or "best")
+        search = engine_search(args.search or "puct")
     if agent.config.game not in gtp_engine.GO_GAMES:
         raise UsageError(f"{args.run_dir} is a {agent.config.game} run; GTP engines play Go (`az-jax uci` for chess)")
     threshold = gtp_engine.DEFAULT_RESIGN_THRESHOLD if args.resign_threshold is None else args.resign_threshold
@@ -86,11 +114,12 @@ def run(args) -> int:
         capacity=args.capacity,
         chunk=args.chunk,
         seed=args.seed,
-        search=engine_search(args.search),
+        search=search,
     )
     sims = args.simulations or agent.default_simulations
     print(
-        f"az-jax gtp: {agent.config.game} checkpoint {agent.step}, {sims} simulations per move, komi "
+        f"az-jax gtp: {agent.config.game} {getattr(agent, 'label', None) or f'checkpoint {agent.step}'}, {sims} "
+        f"simulations per move, komi "
         f"{engine.komi:g}; GTP on stdin/stdout",
         file=sys.stderr,
         flush=True,

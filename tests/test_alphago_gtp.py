@@ -1,0 +1,96 @@
+"""An AlphaGo agent directory as a GTP engine (`az-jax gtp --run-dir AGENT_DIR`): GoEngine (az_jax/frontends) keeps
+the tree of the paper's search between moves (search method "alphago" on the agent's p_σ^β priors and
+(1 − λ)·v_θ + λ·z leaf values, az_jax/alphago/play_agent.py's tree_evaluator), resigns by the engine's rule, and the
+command refuses what does not apply to an AlphaGo agent. The hand-written agent directory of
+tests/test_alphago_play.py (random 2 × 4 networks, zero-weight rollout policy, rollouts capped at 20 moves)."""
+
+import contextlib
+import dataclasses
+import io
+
+import jax
+import numpy as np
+import pytest
+from test_alphago_play import agent, agent_dir  # noqa: F401 (module fixtures)
+
+from az_jax.apps import cli
+from az_jax.frontends.gtp_engine import GoEngine
+from envs.notation import go
+
+pytestmark = pytest.mark.usefixtures("fast_compiles")
+
+SIMS = 16
+
+
+def ok(engine, line: str) -> str:
+    response = engine.handle(line)
+    assert response.startswith("= ") and response.endswith("\n\n"), (line, response)
+    return response[2:-2]
+
+
+def test_genmove_keeps_the_papers_tree_between_moves_and_resigns(agent):  # noqa: F811
+    engine = GoEngine(agent, simulations=SIMS, resign_threshold=-1.0, capacity=64, chunk=8, search="alphago")
+    assert "AlphaGo agent agent" in ok(engine, "version")
+    for line in ("boardsize 9", "clear_board", "komi 7.5"):
+        ok(engine, line)
+    move = ok(engine, "genmove b")
+    action = go.vertex_to_action(move, 9)
+    ts = engine._env()[3]
+    assert ts.visits == SIMS and engine._actions() == (action,)
+    # the move is the root's most visited, and the tree's priors are p_σ^β over the sensible points: the root of the
+    # empty board gives pass no prior while a point is sensible (apv_mcts.evaluate)
+    visits = np.asarray(ts._get("root_visits"))
+    assert visits[action] == visits.max() and visits.sum() == SIMS and visits[81] == 0
+    assert ts._prior()[81] == 0.0
+    carried = int(visits[action]) - 1  # the subtree under the move played: its visits less its own expansion
+    reply = ok(engine, "genmove w")
+    assert go.is_vertex(reply, 9) and reply != move
+    # the kept subtree was the head start (tree reuse), and the search only topped it up to SIMS visits
+    assert ts.reused == carried >= 1 and ts.visits == SIMS
+    # resignation: the engine's rule on the paper's values (threshold 1.0: always), nothing played
+    engine.resign_threshold = 1.0
+    assert ok(engine, "genmove b") == "resign" and len(engine._actions()) == 2
+
+
+def test_the_engines_tree_is_the_agents_search(agent):  # noqa: F811
+    """One fresh root, SIMS simulations in chunks of 8: the same root visits as the agent's own search
+    (apv_mcts.search, mctx's loop) of the same position with the same networks; the tree is deterministic (no
+    symmetries in the preset, rollouts of a zero-weight p_π are random, so λ = 0 here)."""
+    search = dataclasses.replace(agent.config.search, lam=0.0)
+    agent = dataclasses.replace(agent, config=dataclasses.replace(agent.config, search=search))
+    engine = GoEngine(agent, simulations=SIMS, resign_threshold=-1.0, capacity=64, chunk=8, search="alphago")
+    for line in ("boardsize 9", "clear_board", "play b E5"):
+        ok(engine, line)
+    ok(engine, "reg_genmove w")
+    ts = engine._env()[3]
+    _, out = agent.search(jax.tree.map(lambda x: x[None], ts.state), jax.random.key(0), SIMS)
+    np.testing.assert_array_equal(ts._get("root_visits"), np.asarray(out.search_tree.children_visits[0, 0]))
+    assert np.count_nonzero(ts._get("root_visits")) > 1  # a search with choices in it
+
+
+def in_process(argv: list[str], stdin: str = "") -> tuple[int, str, list[str]]:
+    """`az-jax ARGV` in this process with `stdin` as its input (bytes, as `serve` reads them): (exit status, stdout,
+    stderr lines)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
+        code = cli.main(argv)
+    return code, out.getvalue(), err.getvalue().splitlines()
+
+
+def test_cli_plays_an_alphago_directory_and_refuses_what_does_not_apply(agent_dir):  # noqa: F811
+    code, out, err = in_process(
+        ["gtp", "--run-dir", str(agent_dir), "--simulations", "8", "--capacity", "64", "--chunk", "8"],
+        stdin="1 genmove b\n2 name\nquit\n",
+    )
+    assert code == 0 and err and "AlphaGo agent" in err[0], err
+    responses = out.split("\n\n")
+    assert responses[0].startswith("=1 ") and go.is_vertex(responses[0][3:], 9), out
+    assert responses[1] == "=2 az_jax"
+    for extra, needle in [
+        (["--search", "puct"], "an AlphaGo agent searches by alphago"),
+        (["--step", "3"], "--step: for AlphaZero runs only"),
+        (["--weights", "latest"], "--weights: for AlphaZero runs only"),
+    ]:
+        code, out, err = in_process(["gtp", "--run-dir", str(agent_dir), *extra])
+        assert (code, len(err), out) == (2, 1, "") and needle in err[0], err
