@@ -391,55 +391,98 @@ def test_sensibleness_eyes_and_suicide(batch):
 # --- the oracle -----------------------------------------------------------------------------------------------------
 
 
-def _neighbours(q: int) -> list[int]:
-    r, c = divmod(q, N)
+def _neighbours(q: int, n: int = N) -> list[int]:
+    r, c = divmod(q, n)
     return [
-        (r + dr) * N + c + dc for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)) if 0 <= r + dr < N and 0 <= c + dc < N
+        (r + dr) * n + c + dc for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)) if 0 <= r + dr < n and 0 <= c + dc < n
     ]
 
 
-def _chain(board, q) -> set[int]:
+def _chain(board, q, n: int = N) -> set[int]:
     seen, stack = {q}, [q]
     while stack:
-        for y in _neighbours(stack.pop()):
+        for y in _neighbours(stack.pop(), n):
             if board[y] == board[q] and y not in seen:
                 seen.add(y)
                 stack.append(y)
     return seen
 
 
-def _liberties(board, chain) -> set[int]:
-    return {y for x in chain for y in _neighbours(x) if board[y] == 0}
+def _liberties(board, chain, n: int = N) -> set[int]:
+    return {y for x in chain for y in _neighbours(x, n) if board[y] == 0}
+
+
+def check_against_oracle(board: list[int], ko: int, x: np.ndarray, n: int = N, where=()) -> None:
+    """Liberties, capture size, self-atari and liberties after move of `x` [n·n, planes] against plain Python (a
+    flood fill per chain, a copy of the board per move) on `board` (+1 the player to move)."""
+    for q in range(n * n):
+        libs = len(_liberties(board, _chain(board, q, n), n)) if board[q] else 0
+        assert value(x[q], "liberties", 1) == min(libs, 8), (*where, q)
+        if board[q] != 0 or q == ko:
+            assert x[q, F.PLANE_SLICES["capture_size"].start : F.PLANE_SLICES["sensibleness"].stop].sum() == 0
+            continue
+        after = list(board)
+        after[q] = 1
+        for y in _neighbours(q, n):
+            if after[y] == -1 and not _liberties(after, _chain(after, y, n), n):
+                for z in _chain(after, y, n):
+                    after[z] = 0
+        chain = _chain(after, q, n)
+        libs = len(_liberties(after, chain, n))
+        if libs == 0:  # suicide
+            assert x[q, F.PLANE_SLICES["capture_size"]].sum() == 0, (*where, q)
+            continue
+        captured = sum(1 for a, b in zip(board, after) if a == -1 and b == 0)
+        assert value(x[q], "capture_size", 0) == min(captured, 7), (*where, q)
+        assert value(x[q], "liberties_after_move", 1) == min(libs, 8), (*where, q)
+        assert value(x[q], "self_atari_size", 1) == (min(len(chain), 8) if libs == 1 else 0), (*where, q)
 
 
 def test_chain_and_move_planes_match_an_oracle(batch):
-    """Liberties, capture size, self-atari and liberties after move against plain Python (a flood fill per chain,
-    a copy of the board per move) on the 9 pgx positions."""
+    """The oracle on the 9 pgx positions."""
     for row in batch["pgx"]:
         board = [int(v) for v in np.asarray(batch["positions"].board[row])]
-        ko = int(batch["positions"].ko[row])
         x = batch["planes"][row].reshape(N * N, -1)
-        for q in range(N * N):
-            libs = len(_liberties(board, _chain(board, q))) if board[q] else 0
-            assert value(x[q], "liberties", 1) == min(libs, 8), (row, q)
-            if board[q] != 0 or q == ko:
-                assert x[q, F.PLANE_SLICES["capture_size"].start : F.PLANE_SLICES["sensibleness"].stop].sum() == 0
-                continue
-            after = list(board)
-            after[q] = 1
-            for y in _neighbours(q):
-                if after[y] == -1 and not _liberties(after, _chain(after, y)):
-                    for z in _chain(after, y):
-                        after[z] = 0
-            chain = _chain(after, q)
-            libs = len(_liberties(after, chain))
-            if libs == 0:  # suicide
-                assert x[q, F.PLANE_SLICES["capture_size"]].sum() == 0, (row, q)
-                continue
-            captured = sum(1 for a, b in zip(board, after) if a == -1 and b == 0)
-            assert value(x[q], "capture_size", 0) == min(captured, 7), (row, q)
-            assert value(x[q], "liberties_after_move", 1) == min(libs, 8), (row, q)
-            assert value(x[q], "self_atari_size", 1) == (min(len(chain), 8) if libs == 1 else 0), (row, q)
+        check_against_oracle(board, int(batch["positions"].ko[row]), x, where=(row,))
+
+
+def test_19x19_planes_match_the_oracle_across_every_bitset_word():
+    """19×19 (361 points: liberty bitsets of 12 words of 32 bits, against 3 on 9×9). A hand-made board: O on the
+    whole first column (19 stones), X on the second column but for its two ends, so the O chain's only liberties are
+    (0,1) = point 1, in word 0, and (18,1) = point 343, in word 10: 2 liberties (a bitset that lost a word would count
+    1). X at either end leaves O one liberty, which the extension at the other end does not add to: the extended chain
+    then has (0,2) or (18,2) alone, so both ends are ladder captures; X's move there joins the 17-stone X chain:
+    17 + 1 + 1 = 19 liberties after it. Then the oracle on every point of it and of two random games at ply 200."""
+    n = 19
+    board = np.zeros(n * n, np.int8)
+    board[[r * n for r in range(n)]] = -1
+    board[[r * n + 1 for r in range(1, n - 1)]] = 1
+    env = pgx.make("go_19x19")
+
+    @jax.jit
+    def random_game(key):
+        def step(state, key):
+            mask = state.legal_action_mask.at[-1].set(False)
+            return env.step(state, jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf))), None
+
+        state = env.init(key)
+        return from_pgx(jax.lax.scan(step, state, jax.random.split(key, 200))[0])
+
+    hand = Position(
+        board=jnp.asarray(board),
+        turns_since=jnp.asarray(np.where(board != 0, 8, 0).astype(np.int8)),
+        ko=jnp.int32(-1),
+        black_to_move=jnp.bool_(True),
+    )
+    positions = [hand, random_game(jax.random.key(1)), random_game(jax.random.key(2))]
+    for i, p in enumerate(positions):
+        x = np.asarray(FEATURES_48(jax.tree.map(lambda a: a[None], p)))[0]  # batch 1: the 19×19 ladder test's program
+        if i == 0:
+            assert value(x, "liberties", 1)[0, 0] == 2 and value(x, "liberties", 1)[18, 0] == 2
+            assert value(x, "capture_size", 0)[0, 1] == 0 and value(x, "liberties_after_move", 1)[0, 1] == 8  # >= 8
+            assert points(get(x, "ladder_capture")[..., 0]) == {(0, 1), (18, 1)}
+        assert int(np.count_nonzero(np.asarray(p.board))) > 100 or i == 0  # a crowded board, not an empty one
+        check_against_oracle([int(v) for v in np.asarray(p.board)], int(p.ko), x.reshape(n * n, -1), n, where=(i,))
 
 
 # --- batching and plane counts --------------------------------------------------------------------------------------

@@ -180,6 +180,42 @@ def test_unknown_preset_or_stage_is_one_line(tmp_path):
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()  # refused before anything is written
 
 
+def test_overrides_change_one_setting_each_and_refuse_bad_ones(tmp_path):
+    smoke = PRESETS["19x19-smoke"]
+    sets = ["sl.steps=80", "rl.games=8", "search.simulations=16", "value_games=60", "search.symmetries=false"]
+    p = presets.override(smoke, [*sets, "rollout.learning_rate=0.5"])
+    assert (p.sl.steps, p.rl.games, p.search.simulations, p.value_games) == (80, 8, 16, 60)
+    assert (p.search.symmetries, p.rollout.learning_rate) == (False, 0.5)
+    assert p == dataclasses.replace(  # nothing else moved
+        smoke,
+        sl=dataclasses.replace(smoke.sl, steps=80),
+        rl=dataclasses.replace(smoke.rl, games=8),
+        search=dataclasses.replace(smoke.search, simulations=16, symmetries=False),
+        rollout=dataclasses.replace(smoke.rollout, learning_rate=0.5),
+        value_games=60,
+    )
+    bad = [
+        ("sl.steps", "expected STAGE.key=value or key=value"),
+        ("mcts.x=1", "unknown stage 'mcts'; the stages are sl, rollout, rl, value, search"),
+        ("sl.depth=3", "sl.depth: unknown key; sl has filters, layers"),
+        ("sl.size=9", "sl.size: unknown key"),  # every stage's size is the preset's
+        ("size=9", "size: unknown key; the preset has expert_games"),
+        ("sl.steps=many", "sl.steps=many: expected an integer"),
+        ("search.symmetries=yes", "expected true or false"),
+        ("rl.games=3", "rl.games=3: RLConfig: invalid games=3"),  # the config's own check: n even
+        ("value_games=50", "invalid value_games=50"),  # not a multiple of value_batch = 20
+    ]
+    for text, needle in bad:
+        with pytest.raises(presets.PresetError) as e:
+            presets.override(smoke, [text])
+        assert needle in str(e.value) and "\n" not in str(e.value), (text, str(e.value))
+    # through the command: one line, and nothing written
+    argv = ["alphago", "pipeline", "--preset", "19x19-smoke", "--dir", str(tmp_path / "c"), "--set", "rl.games=3"]
+    code, err = in_process(argv)
+    assert (code, len(err)) == (2, 1) and "rl.games=3: RLConfig: invalid games=3" in err[0], err
+    assert not (tmp_path / "c").exists()
+
+
 def test_the_presets_search_is_the_players_default(runs):
     d = runs["dir"]
     player = make_player(f"alphago:{d}", "go_9x9")

@@ -4,6 +4,7 @@ search, by name, for `az-jax alphago pipeline --preset NAME` (az_jax/alphago/pip
     9x9-cpu   the 9×9 agent sized for a 2-core CPU: about 1¼ hours for every stage but the GNU Go games
     9x9       9×9 with the paper's batch of RL games and networks of its depth, for one GPU
     19x19     the paper's shapes (networks, batches, pool, search) on the ~131k positions of our professional corpus
+    19x19-smoke  every 19×19 stage on a CPU in minutes (tiny networks, few steps and games): the path, not an agent
 
 Each value says where it comes from: "paper" (Methods, Extended Data Tables 3 and 5) or "chosen". An agent directory
 records the preset it was made with in DIR/preset.json (name, board size and the default search), which
@@ -15,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Sequence
+from typing import Any
 
 from az_jax.alphago.apv_mcts import APVConfig
 from az_jax.alphago.reinforce import RLConfig
@@ -244,7 +247,73 @@ PAPER_19X19 = AlphaGoPreset(
     search=APVConfig(simulations=400, lam=0.5, c_puct=5.0, beta=0.67),
 )
 
-PRESETS: dict[str, AlphaGoPreset] = {p.name: p for p in (CPU_9X9, GPU_9X9, PAPER_19X19)}
+# --- 19x19-smoke -----------------------------------------------------------------------------------------------------
+# Every stage of the 19×19 pipeline on a CPU in minutes: the professional corpus, then networks of 2 layers of 8
+# filters, a few steps and games each (all chosen). A check that the whole 19×19 path runs and resumes, not an agent.
+SMOKE_19X19 = AlphaGoPreset(
+    name="19x19-smoke",
+    size=19,
+    expert_games=0,  # the professional corpus, as `19x19`
+    expert_level=10,  # unused on 19×19
+    sl=SLConfig(
+        size=19, filters=8, layers=2, batch_size=16, learning_rate=0.003, steps=40, eval_every=20, checkpoint_every=20
+    ),
+    rollout=TrainConfig(steps=50, batch_size=64, learning_rate=2.0, min_count=2, max_train=2000, max_test=500),
+    rl=RLConfig(games=4, iterations=2, pool_every=1, checkpoint_every=1, eval_every=2, eval_games=4),
+    value_games=40,  # one game in 20 is held out (value_data.py): 2 here
+    value_batch=20,
+    value=ValueConfig(
+        size=19, filters=8, layers=2, hidden=16, batch_size=4, steps=20, eval_every=10, checkpoint_every=10
+    ),
+    search=APVConfig(simulations=8, lam=0.5, c_puct=5.0, beta=0.67, rollout_max_moves=100),
+)
+
+PRESETS: dict[str, AlphaGoPreset] = {p.name: p for p in (CPU_9X9, GPU_9X9, PAPER_19X19, SMOKE_19X19)}
+
+
+STAGE_KEYS = ("sl", "rollout", "rl", "value", "search")  # the nested configs `override` reaches as STAGE.key
+_FIXED = ("name", "size", *STAGE_KEYS)  # top-level fields no assignment may set (size: every stage's must agree)
+
+
+_EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "text"}
+
+
+def _parse(text: str, current: Any, where: str) -> Any:
+    """`text` as a value of `current`'s type (bool, int, float or str); PresetError (one line) if it is not one."""
+    try:
+        if isinstance(current, bool):
+            if text.lower() not in ("true", "false"):
+                raise ValueError
+            return text.lower() == "true"
+        return type(current)(text)
+    except ValueError:
+        raise PresetError(f"--set {where}={text}: expected {_EXPECTED[type(current)]}") from None
+
+
+def override(preset: AlphaGoPreset, assignments: Sequence[str]) -> AlphaGoPreset:
+    """`preset` with each assignment applied: "STAGE.key=value" for a stage's config (STAGE one of STAGE_KEYS: sl,
+    rollout, rl, value, search) or "key=value" for the preset's own (value_games, value_batch, expert_games,
+    expert_level); each value is parsed as the field's type and checked by its config. PresetError (one line) for a
+    malformed assignment, an unknown stage or key, or a value its config refuses. The preset keeps its name: a
+    directory made with overrides must be run with the same ones (each stage refuses another config)."""
+    for text in assignments:
+        key, sep, value = text.partition("=")
+        parts = key.strip().split(".")
+        if not sep or not all(parts) or len(parts) > 2:
+            raise PresetError(f"--set {text!r}: expected STAGE.key=value or key=value")
+        if len(parts) == 2 and parts[0] not in STAGE_KEYS:
+            raise PresetError(f"--set {key}: unknown stage {parts[0]!r}; the stages are {', '.join(STAGE_KEYS)}")
+        target = getattr(preset, parts[0]) if len(parts) == 2 else preset
+        names = [f.name for f in dataclasses.fields(target) if len(parts) == 2 or f.name not in _FIXED]
+        if parts[-1] not in names or (len(parts) == 2 and parts[-1] == "size"):
+            known = ", ".join(n for n in names if not (len(parts) == 2 and n == "size"))
+            raise PresetError(f"--set {key}: unknown key; {parts[0] if len(parts) == 2 else 'the preset'} has {known}")
+        try:
+            changed = dataclasses.replace(target, **{parts[-1]: _parse(value.strip(), getattr(target, parts[-1]), key)})
+            preset = dataclasses.replace(preset, **{parts[0]: changed}) if len(parts) == 2 else changed
+        except (TypeError, ValueError) as e:
+            raise PresetError(f"--set {key}={value.strip()}: {_one_line(e)}") from None
+    return preset
 
 
 def _one_line(e: BaseException) -> str:

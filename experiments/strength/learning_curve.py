@@ -1,7 +1,7 @@
 """Prints a run's evaluation curve from RUN_DIR/metrics.jsonl: iteration, wall-clock minutes of training (the
-pauses of a run stopped and resumed left out: `active_minutes`), gradient steps, the score against each fixed baseline of the run's `eval_opponents` (W + D/2 over the games), the shares of
-optimal moves on connect four's solver set when the run logged them (`eval_solver_simulations`: raw policy, search,
-search in drawn positions) and the losses.
+pauses of a run stopped and resumed left out: `active_minutes`), gradient steps, the score against each fixed baseline
+of the run's `eval_opponents` (W + D/2 over the games), the shares of optimal moves on connect four's solver set when
+the run logged them (`eval_solver_simulations`: raw policy, search, search in drawn positions) and the losses.
 
     python -m experiments.strength.learning_curve runs/connect_four-small [--plot curve.png]
 

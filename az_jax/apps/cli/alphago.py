@@ -8,11 +8,12 @@
     az-jax alphago rl      --sl DIR --run-dir DIR [--games N ...]            the RL policy network p_ρ
     az-jax alphago value-data --sl DIR --rl DIR --out FILE --games N         one position per self-play game
     az-jax alphago value   --data FILE --run-dir DIR [--filters K ...]       the value network v_θ
-    az-jax alphago pipeline --preset NAME --dir DIR [--until STAGE] [--data FILE]   every stage above (resumable)
+    az-jax alphago pipeline --preset NAME --dir DIR [--until STAGE] [--data FILE] [--set STAGE.KEY=VALUE ...]
+                                                                                   every stage above (resumable)
 
 An agent directory (az_jax/alphago/agent.py: DIR/sl, DIR/rollout.npz, DIR/rl, DIR/value_data.npz, DIR/value) is what
 the `alphago:DIR` player searches with; `pipeline` runs every stage into one from a preset (az_jax/alphago/presets.py:
-9x9-cpu, 9x9, 19x19), and `alphago:DIR` then searches as the preset says.
+9x9-cpu, 9x9, 19x19, 19x19-smoke), and `alphago:DIR` then searches as the preset says.
 
 Each stage is a module of az_jax/alphago/; this file only parses and reports.
 """
@@ -118,7 +119,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
     pipeline = stages.add_parser("pipeline", help="every stage into an agent directory, from a preset (resumable)")
     # names checked in run(): the presets module imports the library, which this parser must not
-    pipeline.add_argument("--preset", required=True, metavar="NAME", help="9x9-cpu, 9x9 or 19x19 (alphago/presets.py)")
+    pipeline.add_argument(
+        "--preset", required=True, metavar="NAME", help="9x9-cpu, 9x9, 19x19 or 19x19-smoke (alphago/presets.py)"
+    )
+    pipeline.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="STAGE.KEY=VALUE",
+        help="change one setting of the preset (repeatable): sl.steps=500, rl.games=32, search.simulations=64, "
+        "value_games=4096, ... (give the same ones on every run of a directory)",
+    )
     pipeline.add_argument("--dir", type=path, required=True, metavar="DIR", help="the agent directory")
     pipeline.add_argument(
         "--until",
@@ -281,7 +292,7 @@ def run(args) -> int:
         elif args.stage == "pipeline":
             if args.preset not in presets.PRESETS:
                 raise UsageError(f"unknown preset {args.preset!r}; the presets are {', '.join(presets.PRESETS)}")
-            preset = presets.PRESETS[args.preset]  # an unknown --until is pipeline.run's PipelineError
+            preset = presets.override(presets.PRESETS[args.preset], args.set)  # an unknown --until: PipelineError
             _report(pipeline.run(preset, args.dir, until=args.until, data=args.data, workers=args.workers, log=_report))
         else:  # argparse allows only STAGES
             raise UsageError(f"unknown stage {args.stage!r}")
