@@ -119,3 +119,33 @@ def test_another_config_in_the_same_run_dir_is_refused(trained):
     other = supervised.SLConfig(**{**config.__dict__, "filters": 8})
     with pytest.raises(supervised.SLError, match="filters"):
         supervised.train(other, _synthetic(64, 0), _synthetic(64, 1), run_dir, log=lambda m: None)
+
+
+def test_the_eight_symmetry_ensemble_by_hand():
+    """A p_σ whose logits are its per-point bias alone (every other weight 0): 3 at A = (0,1), 2.5 at the centre B =
+    (4,4), 0 elsewhere. On the empty board p(A) = e³/Z = 0.1805, p(B) = e^2.5/Z = 0.1095, each other point 1/Z =
+    0.0090 (Z = 20.09 + 12.18 + 79 = 111.27). The raw network predicts A. Averaged over the 8 symmetries, A's mass is
+    spread over A's 8 images, (0.1805 + 7 · 0.0090) / 8 = 0.0304 each, while the centre keeps 0.1095: the ensemble
+    predicts B. Four positions, three labelled B and one A: raw accuracy 1/4, ensemble 3/4."""
+    config = supervised.SLConfig(size=9, filters=4, layers=2, planes=4, steps=1)
+    params = jax.eval_shape(lambda: supervised.init_state(config)).params
+    params = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), params)
+    bias = np.zeros(81, np.float32)
+    bias[1], bias[40] = 3.0, 2.5
+    params["PointBias_0"]["bias"] = jnp.asarray(bias)
+    m = 4
+    data = Positions(
+        position=Position(
+            board=np.zeros((m, 81), np.int8),
+            turns_since=np.zeros((m, 81), np.int8),
+            ko=np.full(m, -1, np.int32),
+            black_to_move=np.ones(m, bool),
+        ),
+        action=np.array([40, 40, 40, 1], np.int32),
+        outcome=np.zeros(m, np.int8),
+        game=np.arange(m, dtype=np.int32),
+        move_number=np.ones(m, np.int32),
+    )
+    report = supervised.evaluate(config, devices.make_mesh(), params, data, ensemble=True)
+    assert (report["test_accuracy"], report["test_accuracy_8sym"]) == (0.25, 0.75)
+    assert "test_accuracy_8sym" not in supervised.evaluate(config, devices.make_mesh(), params, data)
