@@ -44,6 +44,11 @@ TINY = AlphaGoPreset(
     value_batch=10,
     value=value_training.ValueConfig(size=9, filters=4, layers=2, hidden=4, planes=4, batch_size=4, steps=3),
     search=apv_mcts.APVConfig(simulations=3, lam=0.25),
+    # the stages' steps from the data given (AlphaGoPreset.sl_config / value_config): one pass over the 12 training
+    # positions of a.sgf and b.sgf at batch 4 is 3 steps; 12/19 of a pass over the 19 training positions of value
+    # data at batch 4, 19 · 12/19 / 4, is 3 steps too (the sl and value steps above, so both paths give the same runs)
+    sl_passes=1.0,
+    value_passes=12 / 19,
 )
 
 
@@ -241,6 +246,23 @@ def test_a_corrupt_preset_file_is_one_line(tmp_path, text, needle):
     assert "\n" not in str(e.value)
     with pytest.raises(presets.PresetError, match=needle):
         pipeline.run(TINY, tmp_path)
+
+
+def test_steps_come_from_the_data_given():
+    p = PRESETS["19x19"]
+    # on our corpus (125,245 training positions) the paper's passes are the preset's steps; on the paper's 28.4 M KGS
+    # positions at m = 16 they are the paper's 340 M steps (191.55 passes · 28.4e6 / 16); v_θ on 30 M positions at
+    # m = 32: the paper's 50 M mini-batches (53.33 passes · 30e6 / 32)
+    assert p.sl_config(125_245) == p.sl and p.sl_config(28_400_000).steps == 340_000_000
+    assert p.value_config(round(1_024_000 * 19 / 20)) == p.value and p.value_config(30_000_000).steps == 50_000_000
+    assert p.sl_config(1).steps == 12  # 191.55 / 16 = 11.97
+    assert presets.override(p, ["sl_passes=0.001"]).sl_config(100).steps == 1  # 0.00625 rounds to 0: at least one
+    cpu = PRESETS["9x9-cpu"]  # no passes: the steps as given, whatever the data
+    assert cpu.sl_config(10**6) == cpu.sl and cpu.value_config(10**6) == cpu.value
+    # steps set by hand win over the passes
+    hand = presets.override(p, ["sl.steps=500", "value.steps=40"])
+    assert (hand.sl_config(28_400_000).steps, hand.value_config(30_000_000).steps) == (500, 40)
+    assert presets.override(p, ["sl_passes=2"]).sl_config(125_245).steps == round(125_245 * 2 / 16)
 
 
 def test_the_papers_values_in_the_presets():

@@ -14,7 +14,8 @@ Each stage is a call of its module (the agent directory's layout is agent.py's);
 skipped, one that was interrupted resumes, so running the same command again continues where it stopped. DIR/preset.json
 (presets.PRESET_FILE: the preset's name, board size and default search) is written first; a directory made with
 another preset is refused. `data` names an existing position data set to train p_σ and p_π on instead of the
-expert games and the cached data set.
+expert games and the cached data set. A preset with sl_passes / value_passes sets p_σ's and v_θ's steps from the
+data actually given (presets.AlphaGoPreset.sl_config / value_config): the paper's passes over it.
 """
 
 from __future__ import annotations
@@ -150,11 +151,12 @@ def run(
         elif stage == "sl":
             run_dir = part("sl")
             step = _latest_step(run_dir)
-            if step is not None and step >= preset.sl.steps and supervised.read_config(run_dir) == preset.sl:
+            sl_config = preset.sl_config(len(positions()[0])) if preset.sl_passes else preset.sl
+            if step is not None and step >= sl_config.steps and supervised.read_config(run_dir) == sl_config:
                 skipped(stage, f"{run_dir} is at step {step}")
             else:
                 train, test = positions()
-                done(stage, supervised.train(preset.sl, train, test, run_dir, str(data_path), log=logger(stage)))
+                done(stage, supervised.train(sl_config, train, test, run_dir, str(data_path), log=logger(stage)))
         elif stage == "rollout":
             path = part("rollout")
             if os.path.exists(path):
@@ -190,14 +192,15 @@ def run(
         elif stage == "value":
             run_dir = part("value")
             step = _latest_step(run_dir)
-            if step is not None and step >= preset.value.steps and value_training.read_config(run_dir) == preset.value:
+            train_v, test_v = value_data.load_split(part("value_data"))
+            value_config = preset.value_config(len(train_v))
+            if step is not None and step >= value_config.steps and value_training.read_config(run_dir) == value_config:
                 skipped(stage, f"{run_dir} is at step {step}")
             else:
-                train_v, test_v = value_data.load_split(part("value_data"))
                 done(
                     stage,
                     value_training.train(
-                        preset.value, train_v, test_v, run_dir, data_path=part("value_data"), log=logger(stage)
+                        value_config, train_v, test_v, run_dir, data_path=part("value_data"), log=logger(stage)
                     ),
                 )
     return {"preset": preset.name, "directory": directory, "stages": reports}

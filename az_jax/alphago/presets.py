@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -67,6 +68,10 @@ class AlphaGoPreset:
     value_batch: int  # games played at once; value_games is a multiple of it, so the file holds exactly value_games
     value: ValueConfig  # v_θ (value_training.train)
     search: APVConfig  # APV-MCTS as `alphago:DIR` plays by default (simulations, λ, c_puct, β)
+    # > 0: p_σ's steps are this many passes over the training positions of the data actually given, sl.steps being
+    # what they come to on our data; 0: sl.steps as they are (`sl_config`). The same for v_θ and its value data.
+    sl_passes: float = 0.0
+    value_passes: float = 0.0
 
     def __post_init__(self):
         checks = {
@@ -77,10 +82,27 @@ class AlphaGoPreset:
             "value": self.value.size == self.size,
             "value_batch": self.value_batch >= 1,
             "value_games": self.value_games >= 1 and self.value_games % self.value_batch == 0,
+            "sl_passes": math.isfinite(self.sl_passes) and self.sl_passes >= 0,
+            "value_passes": math.isfinite(self.value_passes) and self.value_passes >= 0,
         }
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
             raise ValueError(f"AlphaGoPreset {self.name!r}: invalid {bad[0]}={getattr(self, bad[0])!r}")
+
+    def sl_config(self, train_positions: int) -> SLConfig:
+        """p_σ's config for a data set of `train_positions` training positions: sl_passes passes over them when
+        sl_passes > 0 (at least one step), else sl as it is."""
+        if self.sl_passes == 0:
+            return self.sl
+        steps = max(1, scaled_steps(train_positions, self.sl_passes, self.sl.batch_size))
+        return dataclasses.replace(self.sl, steps=steps)
+
+    def value_config(self, train_positions: int) -> ValueConfig:
+        """v_θ's config for `train_positions` training positions of value data (as `sl_config`)."""
+        if self.value_passes == 0:
+            return self.value
+        steps = max(1, scaled_steps(train_positions, self.value_passes, self.value.batch_size))
+        return dataclasses.replace(self.value, steps=steps)
 
     def saved(self) -> dict:
         """What DIR/preset.json holds: the name, the board size and the default search."""
@@ -196,6 +218,8 @@ GPU_9X9 = AlphaGoPreset(
         checkpoint_every=5000,
     ),
     search=APVConfig(simulations=400, lam=0.5, c_puct=5.0, beta=0.67),  # 400: chosen; λ, c_puct, β: paper
+    sl_passes=PAPER_SL_PASSES,  # the paper's passes over whatever data is given (sl.steps: over ours)
+    value_passes=PAPER_VALUE_PASSES,
 )
 
 # --- 19x19 (the paper's shapes) --------------------------------------------------------------------------------------
@@ -245,6 +269,8 @@ PAPER_19X19 = AlphaGoPreset(
     # 400 simulations: chosen (the paper searched for a time, not a count; each simulation's p_π rollout to the end
     # of a 19×19 game is a sequential loop of ~300 plies here); λ = 0.5, c_puct = 5, β = 0.67: paper
     search=APVConfig(simulations=400, lam=0.5, c_puct=5.0, beta=0.67),
+    sl_passes=PAPER_SL_PASSES,  # the paper's passes over whatever data is given (sl.steps: over ours)
+    value_passes=PAPER_VALUE_PASSES,
 )
 
 # --- 19x19-smoke -----------------------------------------------------------------------------------------------------
@@ -311,6 +337,8 @@ def override(preset: AlphaGoPreset, assignments: Sequence[str]) -> AlphaGoPreset
         try:
             changed = dataclasses.replace(target, **{parts[-1]: _parse(value.strip(), getattr(target, parts[-1]), key)})
             preset = dataclasses.replace(preset, **{parts[0]: changed}) if len(parts) == 2 else changed
+            if tuple(parts) in (("sl", "steps"), ("value", "steps")):  # steps given: they, not the passes, decide
+                preset = dataclasses.replace(preset, **{f"{parts[0]}_passes": 0.0})
         except (TypeError, ValueError) as e:
             raise PresetError(f"--set {key}={value.strip()}: {_one_line(e)}") from None
     return preset
