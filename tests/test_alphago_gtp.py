@@ -68,6 +68,25 @@ def test_the_engines_tree_is_the_agents_search(agent):  # noqa: F811
     assert np.count_nonzero(ts._get("root_visits")) > 1  # a search with choices in it
 
 
+def test_virtual_loss_in_the_kept_tree(agent):  # noqa: F811
+    """leaves = 4: the engine's tree grows 4 leaves a step under virtual loss (core/virtual_loss.py), none left in
+    flight; genmove reaches its visits in whole steps; the subtree of the move played is kept, its visits counted."""
+    engine = GoEngine(agent, simulations=SIMS, resign_threshold=-1.0, capacity=64, chunk=8, search="alphago", leaves=4)
+    for line in ("boardsize 9", "clear_board"):
+        ok(engine, line)
+    action = go.vertex_to_action(ok(engine, "genmove b"), 9)
+    ts = engine._env()[3]
+    visits = np.asarray(ts._get("root_visits"))
+    assert ts.visits == SIMS == visits.sum() and visits[action] == visits.max()  # 16: 4 steps of 4
+    assert ts._nodes <= SIMS + 1 and int(np.abs(np.asarray(ts._tree.extra_data)).sum()) == 0
+    carried = int(visits[action]) - 1
+    reply = ok(engine, "genmove w")
+    assert go.is_vertex(reply, 9) and ts.reused == carried >= 1
+    assert SIMS <= ts.visits < SIMS + 4  # topped up in whole steps of 4
+    with pytest.raises(ValueError, match="leaves"):
+        GoEngine(agent, search="puct", leaves=4)
+
+
 def in_process(argv: list[str], stdin: str = "") -> tuple[int, str, list[str]]:
     """`az-jax ARGV` in this process with `stdin` as its input (bytes, as `serve` reads them): (exit status, stdout,
     stderr lines)."""

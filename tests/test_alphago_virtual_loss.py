@@ -1,4 +1,4 @@
-"""APV-MCTS with several leaves per tree per step under virtual loss (az_jax/alphago/virtual_loss.py; Silver et al.,
+"""APV-MCTS with several leaves per tree per step under virtual loss (az_jax/core/virtual_loss.py; Silver et al.,
 Nature 2016, Methods, "virtual loss", n_vl = 3): the leaves one step selects, derived by hand; one leaf per step is the
 synchronous search visit for visit; every virtual loss is taken off again; one game's leaves reach the network as one
 batch. The tiny hand-set networks of tests/test_alphago_apv_mcts.py, 9x9."""
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from test_alphago_apv_mcts import BETA, EMPTY, EYE, P, nets, policy_params, stack, value_params
 
-from az_jax.alphago import apv_mcts, virtual_loss
+from az_jax.alphago import apv_mcts
+from az_jax.core import virtual_loss
 
 from conftest import fast_compiles_here
 

@@ -189,7 +189,7 @@ def test_cli_alphago_unknown_preset_is_one_line_exit_2():
     unknown = _az("preflight", "--target", "h100", "--alphago", "13x13")
     assert unknown.returncode == 2
     assert unknown.stderr.strip().splitlines() == [
-        "az-jax: error: --alphago: unknown preset '13x13'; known: 9x9-cpu, 9x9, 19x19"
+        "az-jax: error: --alphago: unknown preset '13x13'; known: 9x9-cpu, 9x9, 19x19, 19x19-smoke"
     ]
 
 

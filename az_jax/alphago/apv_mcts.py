@@ -51,7 +51,7 @@ The paper's search, and what this module does with each part:
 * Virtual loss n_vl = 3 spreads the paper's parallel search threads within one tree. With `leaves` = 1 (the
   default) one tree has one simulation in flight at a time (parallelism is across games) and there is none; with
   `leaves` = K > 1 each step selects K leaves of every tree under virtual loss and evaluates them together
-  (virtual_loss.py), so one game alone fills a batch of K.
+  (az_jax/core/virtual_loss.py), so one game alone fills a batch of K.
 * The move played is the most visited root action (ties: the highest prior). Resigning (max_a Q < −0.8) is left to
   the caller: the root Q values are in the returned tree.
 * Symmetries (`APVConfig.symmetries`): every network evaluation sees its position under one of the 8 dihedral
@@ -80,10 +80,10 @@ from pgx._src.games import go as pgx_go
 
 from az_jax.alphago import features as features_lib
 from az_jax.alphago import rollout_policy as rollout_lib
-from az_jax.alphago import virtual_loss
 from az_jax.alphago.networks import PolicyNetwork, ValueNetwork
 from az_jax.alphago.position import Position, from_pgx
 from az_jax.core import search as search_lib
+from az_jax.core import virtual_loss
 from envs import make_env
 from envs import symmetries as symmetries_lib
 
@@ -105,7 +105,7 @@ class APVConfig:
     beta: float = 0.67  # softmax temperature of the prior p_σ^β
     rollout_max_moves: int = 0  # a rollout still going after this many moves is scored as it stands; 0: no cap
     symmetries: bool = True  # each network evaluation sees a random one of the 8 symmetries
-    leaves: int = 1  # leaves per tree per step, evaluated together under virtual loss (virtual_loss.py); 1: synchronous
+    leaves: int = 1  # leaves per tree per step, evaluated together under virtual loss (core/virtual_loss.py); 1: sync
     virtual_loss: float = 3.0  # n_vl: virtual visits, each a loss, on every edge a leaf in flight passed
 
     def __post_init__(self):

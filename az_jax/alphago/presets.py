@@ -289,7 +289,7 @@ SMOKE_19X19 = AlphaGoPreset(
     value_games=40,  # one game in 20 is held out (value_data.py): 2 here
     value_batch=20,
     value=ValueConfig(
-        size=19, filters=8, layers=2, hidden=16, batch_size=4, steps=20, eval_every=10, checkpoint_every=10
+        size=19, filters=8, layers=2, hidden=16, batch_size=4, steps=60, eval_every=20, checkpoint_every=20
     ),
     search=APVConfig(simulations=8, lam=0.5, c_puct=5.0, beta=0.67, rollout_max_moves=100),
 )

@@ -122,6 +122,8 @@ class GoEngine(GoSearch):
         are both below it; -1 never resigns.
       capacity, chunk, seed: of the TreeSearch (nodes kept, None for tree_search.default_capacity; simulations per
         jitted call; tie-break noise).
+      leaves: with the search "alphago", leaves per step under virtual loss (az_jax/core/virtual_loss.py): one game
+        then fills a batch of that many evaluations; genmove may search up to leaves − 1 visits past `simulations`.
       log: where lines for the person running the engine go (stderr by default); never the protocol's stdout.
     """
 
@@ -135,6 +137,7 @@ class GoEngine(GoSearch):
         chunk: int = 32,
         seed: int = 0,
         search: str = "puct",
+        leaves: int = 1,
         log: Callable[[str], None] | None = None,
     ):
         game = agent.config.game
@@ -148,7 +151,9 @@ class GoEngine(GoSearch):
         self.size = int(agent.env._game.size)
         self.trained_komi = float(agent.env._game.komi)
         self.simulations, self.resign_threshold = simulations, resign_threshold
-        self.capacity, self.chunk, self.seed, self.search = capacity, chunk, seed, search
+        if leaves < 1 or (leaves > 1 and search != "alphago"):
+            raise ValueError(f"leaves per step (virtual loss) must be 1, or > 1 with the search alphago: {leaves}")
+        self.capacity, self.chunk, self.seed, self.search, self.leaves = capacity, chunk, seed, search, leaves
         self.log = log or (lambda text: print(text, file=sys.stderr, flush=True))
         self.finished = False  # after quit
         self._id = ""  # the id of the command being run

@@ -43,6 +43,7 @@ class GoGame:
     chunk: int
     seed: int
     search: str
+    leaves: int
     _envs: dict[float, tuple[pgx.Env, Callable, Callable, TreeSearch]]
     _moves: list[tuple[int, ...]]
     _states: list[pgx.State]
@@ -62,7 +63,13 @@ class GoGame:
                     max_terminal_steps=base.max_termination_steps,
                 )
             ts = TreeSearch(
-                self.agent, env=env, capacity=self.capacity, chunk=self.chunk, seed=self.seed, search=self.search
+                self.agent,
+                env=env,
+                capacity=self.capacity,
+                chunk=self.chunk,
+                seed=self.seed,
+                search=self.search,
+                leaves=self.leaves,
             )
             init = jax.jit(env.init)
             step = jax.jit(lambda state, action: env.step(state, action))

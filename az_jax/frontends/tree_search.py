@@ -61,6 +61,7 @@ import numpy as np
 import pgx
 
 from az_jax.core import search as search_lib
+from az_jax.core import virtual_loss
 
 Tree = mctx.Tree  # the tree type (a chex dataclass) and its constants (NO_PARENT, UNVISITED)
 
@@ -111,7 +112,15 @@ class _Programs:
     them."""
 
     def __init__(
-        self, evaluator: Evaluator, env: pgx.Env, c_init: float, c_base: float, capacity: int, search: str = "puct"
+        self,
+        evaluator: Evaluator,
+        env: pgx.Env,
+        c_init: float,
+        c_base: float,
+        capacity: int,
+        search: str = "puct",
+        leaves: int = 1,
+        n_vl: float = 3.0,
     ):
         self.env = env
         self.capacity = capacity
@@ -121,6 +130,8 @@ class _Programs:
             raise ValueError(
                 f"the search method {search!r} cannot continue a kept tree; an engine searches by one that can"
             )
+        if leaves > 1 and search != "alphago":
+            raise ValueError(f"leaves per step (virtual loss) are for the search method alphago, not {search!r}")
         # the tree holds the root and one node per simulation; no root noise (AlphaZero, Methods: evaluation)
         settings = search_lib.SearchConfig(
             num_simulations=capacity - 1, algorithm=search, c_init=c_init, c_base=c_base, dirichlet_fraction=0.0
@@ -134,8 +145,26 @@ class _Programs:
             return method.run(variables, key, root, recurrent_fn, invalid, settings, loop_fn=loop_fn).search_tree
 
         def fresh(variables, key, state):
-            """A tree of the root alone (mctx's own initial tree: root evaluated, one visit)."""
-            return policy(variables, key, state, lambda lower, upper, body, init: init)
+            """A tree of the root alone (mctx's own initial tree: root evaluated, one visit); with leaves > 1 its
+            extra_data holds the in-flight counts of virtual loss (all 0)."""
+            tree = policy(variables, key, state, lambda lower, upper, body, init: init)
+            return tree.replace(extra_data=virtual_loss.in_flight(tree)) if leaves > 1 else tree
+
+        def extend_virtual(variables, key, tree, free, first_step, steps):
+            """`steps` steps of `leaves` leaves each under virtual loss (az_jax/core/virtual_loss.py) on `tree`,
+            whose next unused node is `free` [1]; -> (tree, free)."""
+            return virtual_loss.grow(
+                variables,
+                key,
+                tree,
+                free,
+                first_step,
+                steps,
+                recurrent_fn,
+                leaves=leaves,
+                c_puct=c_init,
+                n_vl=n_vl,
+            )
 
         def extend(variables, key, tree, start, count):
             """`count` more simulations on `tree`, numbered from `start` (= root visits − 1)."""
@@ -177,6 +206,7 @@ class _Programs:
                 children_discounts=take(tree.children_discounts, 0),
                 embeddings=jax.tree.map(lambda x: take(x, 0), tree.embeddings),
                 root_invalid_actions=~legal[None],
+                extra_data=None if tree.extra_data is None else jnp.zeros_like(tree.extra_data),  # nothing in flight
             )
 
         def summary(tree):
@@ -202,6 +232,7 @@ class _Programs:
         self.fresh = jax.jit(fresh)
         self.summary = jax.jit(summary)
         self.extend = jax.jit(extend, donate_argnums=2)
+        self.extend_virtual = jax.jit(extend_virtual, donate_argnums=2)
         self.subtree = jax.jit(subtree)
         self.step = jax.jit(env.step)
         self.softmax = jax.jit(jax.nn.softmax)
@@ -255,8 +286,8 @@ def engine_programs(
 
 
 @functools.cache
-def _programs(evaluator, env, c_init, c_base, capacity, search="puct") -> _Programs:
-    return _Programs(evaluator, env, c_init, c_base, capacity, search)
+def _programs(evaluator, env, c_init, c_base, capacity, search="puct", leaves=1, n_vl=3.0) -> _Programs:
+    return _Programs(evaluator, env, c_init, c_base, capacity, search, leaves, n_vl)
 
 
 class TreeSearch:
@@ -270,11 +301,15 @@ class TreeSearch:
         chunk: int = 32,
         seed: int = 0,
         search: str = "puct",
+        leaves: int = 1,
+        n_vl: float = 3.0,
     ):
         env = env if env is not None else agent.env
         capacity = default_capacity(env) if capacity is None else capacity
-        if capacity < 2 or chunk < 1:
-            raise ValueError(f"capacity must be >= 2 and chunk >= 1, got {capacity} and {chunk}")
+        if capacity < 2 or chunk < 1 or leaves < 1 or capacity <= leaves:
+            raise ValueError(
+                f"capacity must be >= 2 and > leaves, chunk and leaves >= 1, got {capacity}, {chunk} and {leaves}"
+            )
         self.agent = agent
         self.env = env
         self.capacity = capacity
@@ -283,7 +318,10 @@ class TreeSearch:
         config = agent.config
         evaluator = agent.tree_evaluator(env) if hasattr(agent, "tree_evaluator") else None  # an AlphaGo agent's
         evaluator = evaluator or network_evaluator(agent.setup.apply_fn, self.env)
-        self._programs = _programs(evaluator, self.env, config.c_init, config.c_base, capacity, search)
+        self._programs = _programs(evaluator, self.env, config.c_init, config.c_base, capacity, search, leaves, n_vl)
+        self.leaves = leaves
+        self._nodes = 1  # nodes in use (leaves > 1; a step's leaves that meet at one new node add one node)
+        self._steps = 0  # virtual-loss steps run on this tree (their keys' numbers)
         self._key = jax.random.key(seed)
         self._tree_key = self._key
         self.reused = 0
@@ -303,6 +341,7 @@ class TreeSearch:
         self._tree_key = self._next_key()  # the tree's simulations' keys: fold_in(this, simulation number)
         self._tree = self._programs.fresh(self.variables, self._tree_key, _batched(state))
         self.reused = 0
+        self._nodes, self._steps = 1, 0
         self._host = None
 
     def _require(self) -> mctx.Tree:
@@ -317,13 +356,32 @@ class TreeSearch:
 
     @property
     def full(self) -> bool:
+        if self.leaves > 1:
+            return self._nodes + self.leaves > self.capacity
         return self.visits + 1 >= self.capacity
 
     def search(self, num_simulations: int) -> int:
         """Adds up to `num_simulations` simulations, `chunk` at a time (fewer once the tree is full); returns how
-        many it added."""
+        many it added. With leaves > 1, whole steps of `leaves` simulations: at least one step when there is room,
+        so it may add up to leaves − 1 more than asked."""
         tree = self._require()
         added = 0
+        if self.leaves > 1:
+            while added < num_simulations and not self.full:
+                want = -(-min(self.chunk, num_simulations - added) // self.leaves)  # steps, rounded up
+                steps = min(want, (self.capacity - self._nodes) // self.leaves)
+                tree, free = self._programs.extend_virtual(
+                    self.variables,
+                    self._tree_key,
+                    tree,
+                    np.full(1, self._nodes, np.int32),
+                    np.int32(self._steps),
+                    np.int32(steps),
+                )
+                self._tree, self._host = tree, None
+                self._nodes, self._steps = int(free[0]), self._steps + steps
+                added += steps * self.leaves
+            return added
         while added < num_simulations and not self.full:
             start = self.visits  # the next simulation's number: nodes 0..visits are in use
             count = min(self.chunk, num_simulations - added, self.capacity - 1 - start)
@@ -346,7 +404,7 @@ class TreeSearch:
             return
         # The subtree's nodes, in node order: mctx numbers a node after its parent, so one pass over the parents
         # finds every descendant of `child`.
-        parents, used = self._get("parents"), self.visits + 1
+        parents, used = self._get("parents"), (self._nodes if self.leaves > 1 else self.visits + 1)
         inside = np.zeros(self.capacity, bool)
         inside[child] = True
         for node in range(child + 1, used):
@@ -360,6 +418,11 @@ class TreeSearch:
         self._tree = self._programs.subtree(tree, padded, np.int32(size), remap, next_state.legal_action_mask)
         self._host = None
         self.state = next_state
+        if self.leaves > 1:  # a node visited twice in one step holds more visits than nodes below it
+            self._nodes, self._steps = size, 0
+            self._tree_key = self._next_key()  # the moved tree's steps draw from a new key (numbered from 0 again)
+            self.reused = self.visits
+            return
         self.reused = size - 1
         assert self.visits == self.reused, (self.visits, self.reused)  # node_visits[child] is its subtree's size
 

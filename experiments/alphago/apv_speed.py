@@ -1,5 +1,5 @@
 """Moves per second of APV-MCTS for one game (batch 1) at 400 simulations, by leaves per step under virtual loss
-(az_jax/alphago/virtual_loss.py), on 9×9 and 19×19 with each preset's network shapes (`9x9-cpu`; `19x19`, the
+(az_jax/core/virtual_loss.py), on 9×9 and 19×19 with each preset's network shapes (`9x9-cpu`; `19x19`, the
 paper's 13 × 192 p_σ and v_θ) and λ = 0.5, so every simulation runs p_σ, v_θ and a p_π rollout to the end of the game.
 
     python -m experiments.alphago.apv_speed [--sizes 9,19] [--leaves 1,8,16] [--simulations 400] [--moves 2]

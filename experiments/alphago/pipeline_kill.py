@@ -5,9 +5,12 @@ the agent it made plays a move. Checks that `az-jax alphago pipeline` resumes af
         [--json experiments/alphago/results/pipeline_kill_19x19_smoke.json]
 
 The pipeline prints one JSON line per progress report and per stage's end. A stage is killed at its first progress
-line (sl and v_θ: a checkpoint written; p_ρ: an iteration; value data: a batch of games), and p_π, which reports only
-at its end, `--rollout-delay` seconds after it starts. The next run must then resume the stage (or skip it, when its
-output was already complete). The directory must not exist (a fresh run).
+line (sl and v_θ: a checkpoint written; p_ρ: an iteration; value data: a batch of games), once that point's
+checkpoint is on disk (each stage writes it just after the line; value data: `--delay` seconds), unless the stage
+has finished meanwhile; p_π, which reports only at its end, `--rollout-delay` seconds after it starts. The next run
+must go on from there, not repeat it ("resumed" in the JSON: the stage's first line in the next run is a later step
+than the killed one's, or the stage's end).
+The directory must not exist (a fresh run).
 """
 
 import argparse
@@ -35,11 +38,28 @@ def _lines(proc: subprocess.Popen, out: queue.Queue) -> None:
     out.put(None)
 
 
+CHECKPOINTED = {"sl": ("sl", "step"), "rl": ("rl", "iteration"), "value": ("value", "step")}
+
+
+def _wait_for_checkpoint(directory: str, record: dict, delay: float) -> None:
+    """Until the checkpoint of the point `record` reports is on disk (orbax renames it into place when complete),
+    at most 10 s; for value data (one file rewritten per batch), `delay` seconds."""
+    if record["stage"] not in CHECKPOINTED:
+        time.sleep(delay)
+        return
+    run_dir, key = CHECKPOINTED[record["stage"]]
+    path = os.path.join(directory, run_dir, "checkpoints", str(record[key]))
+    deadline = time.monotonic() + 10.0
+    while not os.path.isdir(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="19x19-smoke")
     parser.add_argument("--dir", required=True)
     parser.add_argument("--rollout-delay", type=float, default=3.0)
+    parser.add_argument("--delay", type=float, default=1.0, help="value data: seconds from a progress line to the kill")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     if os.path.exists(args.dir):
@@ -79,13 +99,24 @@ def main(argv=None) -> int:
             if stage == "sl" and "status" in record and "rollout" not in killed:
                 deadline = time.monotonic() + args.rollout_delay
             if stage in PROGRESS_STAGES and "status" not in record and stage not in killed:
+                _wait_for_checkpoint(args.dir, record, args.delay)
+                if proc.poll() is not None:  # it finished meanwhile: nothing was killed
+                    continue
                 proc.send_signal(signal.SIGKILL)
                 killed[stage] = line.strip()
                 run["killed_in"] = stage
+                run["killed_after"] = run["lines"][-1]
         code = proc.wait()
         run["exit"] = code
         if final is None and code != -signal.SIGKILL:
             raise SystemExit(f"the pipeline exited with {code} without being killed: {run['lines'][-1:]}")
+    resumed = {}  # stage -> the run after its kill went on past the killed line (or found the stage complete)
+    for before, after in zip(runs, runs[1:]):
+        stage, mark = before.get("killed_in"), before.get("killed_after")
+        if stage in PROGRESS_STAGES and mark is not None:
+            first = next(line for line in after["lines"] if line.get("stage") == stage)
+            later = [k for k in ("step", "iteration", "games") if k in mark and k in first and first[k] > mark[k]]
+            resumed[stage] = bool(later) or "status" in first
     agent = play_agent.load(args.dir)
     env = agent.env
     state = jax.tree.map(lambda x: x[None], env.init(jax.random.key(0)))
@@ -95,6 +126,7 @@ def main(argv=None) -> int:
         "command": " ".join(command),
         "runs": len(runs),
         "killed": sorted(killed),
+        "resumed": resumed,
         "stages": {k: v.get("status") for k, v in final["stages"].items()},
         "seconds": round(time.monotonic() - start, 1),
         "first_move": int(action[0]),
@@ -108,7 +140,8 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
-    return 0 if set(killed) == {*PROGRESS_STAGES, "rollout"} and result["first_move_legal"] else 1
+    complete = set(killed) == {*PROGRESS_STAGES, "rollout"} and all(resumed.values())
+    return 0 if complete and result["first_move_legal"] else 1
 
 
 if __name__ == "__main__":

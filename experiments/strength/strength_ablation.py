@@ -96,6 +96,13 @@ VARIANTS: dict[str, list[str]] = {
     # each), the solver set scored during training every 50 iterations
     "rop4_3x32_75min": ["random_opening_plies=4", "lr_boundaries=27000", *LONG],
     "rop4_4x64_75min": ["random_opening_plies=4", "num_blocks=4", "num_channels=64", "lr_boundaries=6000", *LONG],
+    # the compute-scaling study's budgets (issue 29) on today's preset (random openings in it), one run at a time on
+    # both cores (--minutes M, --parallel 1): the rate's step at 75% of the steps a quiet 2-core VM finishes in M
+    # minutes (~2.2 s an iteration with these evaluations, the `hours` preset's first 100 iterations: 10 min ≈ 270
+    # iterations, 30 ≈ 820, 90 ≈ 2,450; 32 steps each). The 180-minute point is `--preset hours` itself.
+    "budget10": ["lr_boundaries=6500", *LONG],
+    "budget30": ["lr_boundaries=19700", *LONG],
+    "budget90": ["lr_boundaries=58800", *LONG],
 }
 
 

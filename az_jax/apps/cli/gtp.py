@@ -63,12 +63,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         type=bounded_int(2, 1_000_000),
         default=None,
         help="nodes of the search tree kept between moves (a search stops when it is full; default: as many as fit "
-        "16 MiB, 2048 on 9x9 and 256 on 19x19: a larger tree makes every simulation slower on CPU)",
+        "16 MiB, 2048 on 9x9 and 256 on 19x19: a larger tree makes every simulation slower on CPU; an AlphaGo "
+        "agent: at least twice its simulations)",
     )
     parser.add_argument(
         "--chunk", type=bounded_int(1, 65_536), default=32, help="simulations per search call (time checks between)"
     )
     parser.add_argument("--seed", type=seed, default=0, help="the search's tie-breaking noise")
+    parser.add_argument(
+        "--leaves",
+        type=bounded_int(1, 1024),
+        default=None,
+        help="an AlphaGo agent: leaves per tree per step under virtual loss, evaluated together (default: its "
+        "preset's, 1 without)",
+    )
     add_search(parser)
     add_weights(parser)
     parser.set_defaults(search=None, weights=None)  # None: not given (an AlphaGo directory takes neither)
@@ -96,14 +104,21 @@ def _alphago_agent(args):
 
 def run(args) -> int:
     from az_jax.alphago.agent import is_agent_directory  # starts JAX's backend: after main's device set-up
-    from az_jax.frontends import gtp_engine, gtp_protocol  # the same (imports pgx)
+    from az_jax.frontends import gtp_engine, gtp_protocol, tree_search  # the same (imports pgx)
     from az_jax.runtime.agent import load_agent  # the same
 
+    capacity = args.capacity
     if is_agent_directory(args.run_dir):
         agent, search = _alphago_agent(args)
+        leaves = args.leaves or agent.config.search.leaves
+        if capacity is None:  # room for the preset's search twice over (19×19's 16 MiB default holds 256 nodes)
+            sims = args.simulations or agent.default_simulations
+            capacity = max(tree_search.default_capacity(agent.env), 2 * sims + leaves)
     else:
+        if args.leaves is not None:
+            raise UsageError("--leaves: for AlphaGo agent directories (virtual loss is AlphaGo's search)")
         agent = load_agent(args.run_dir, step=args.step, weights=args.weights or "best")
-        search = engine_search(args.search or "puct")
+        search, leaves = engine_search(args.search or "puct"), 1
     if agent.config.game not in gtp_engine.GO_GAMES:
         raise UsageError(f"{args.run_dir} is a {agent.config.game} run; GTP engines play Go (`az-jax uci` for chess)")
     threshold = gtp_engine.DEFAULT_RESIGN_THRESHOLD if args.resign_threshold is None else args.resign_threshold
@@ -111,10 +126,11 @@ def run(args) -> int:
         agent,
         simulations=args.simulations,
         resign_threshold=threshold,
-        capacity=args.capacity,
+        capacity=capacity,
         chunk=args.chunk,
         seed=args.seed,
         search=search,
+        leaves=leaves,
     )
     sims = args.simulations or agent.default_simulations
     print(

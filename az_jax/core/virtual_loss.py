@@ -2,6 +2,8 @@
 with policy and value networks": "virtual loss", n_vl = 3 in Extended Data Table 5), on mctx's tree.
 
     out = search(params, key, root, recurrent_fn, invalid, simulations=400, leaves=8, c_puct=5.0, n_vl=3.0)
+    tree, free = grow(params, key, tree, free, first_step, steps, recurrent_fn, leaves=8, c_puct=5.0, n_vl=3.0)
+                                    # more steps on a kept tree (an engine's, az_jax/frontends/tree_search.py)
 
 The paper runs many search threads on one tree, asynchronously: a thread that descends an edge adds n_vl visits that
 all lost to it, N(s, a) ← N(s, a) + n_vl and W(s, a) ← W(s, a) − n_vl, so the threads after it spread over other
@@ -126,6 +128,61 @@ def _leading(x: jax.Array, b: int, k: int) -> jax.Array:
     return jnp.swapaxes(x.reshape((b, k, *x.shape[1:])), 0, 1)
 
 
+def grow(
+    params,
+    rng_key: jax.Array,
+    tree: Tree,
+    free: jax.Array,
+    first_step,
+    steps,
+    recurrent_fn: mctx.RecurrentFn,
+    *,
+    leaves: int,
+    c_puct: float,
+    n_vl: float,
+) -> tuple[Tree, jax.Array]:
+    """`steps` more steps of `leaves` leaves per tree on `tree` (its `extra_data` the in-flight counts [B, nodes, A],
+    zero between steps), whose next unused node is `free` [B]; step i draws its keys from fold_in(rng_key,
+    first_step + i), so steps run in chunks give the tree one call would. Returns (tree, free). `steps` and
+    `first_step` may be traced; the tree must have room for steps · leaves more nodes."""
+    b = free.shape[0]
+    games = jnp.arange(b)
+    select = functools.partial(virtual_selection, c_puct=c_puct, n_vl=n_vl)  # the same at the root and below
+    depth = tree.node_visits.shape[1] - 1  # mctx's default: as deep as the tree has nodes
+    mark = jax.vmap(_mark, in_axes=(0, 0, 0, None))
+
+    def choose(tree, key):  # one leaf of every tree, seeing the virtual losses of the ones chosen before it
+        parent, action = mctx_search.simulate(jax.random.split(key, b), tree, select, depth)
+        return mark(tree, parent, action, 1), (parent, action)
+
+    def settle(carry, leaf):  # expand and back up one leaf of every tree, and take its virtual losses off
+        tree, free = carry
+        parent, action, step, embedding = leaf
+        existing = tree.children_index[games, parent, action]
+        new = existing == Tree.UNVISITED
+        node = jnp.where(new, free, existing)
+        tree = jax.vmap(_expand)(tree, node, new, parent, action, step, embedding)
+        tree = jax.vmap(_backup)(tree, node, step.value)
+        return (mark(tree, parent, action, -1), free + new), None
+
+    def body(i, carry):
+        tree, free = carry
+        select_key, eval_key = jax.random.split(jax.random.fold_in(rng_key, first_step + i))
+        tree, (parents, actions) = jax.lax.scan(choose, tree, jax.random.split(select_key, leaves))  # [K, B] each
+        flat = jax.tree.map(lambda x: x[games[:, None], parents.T].reshape((b * leaves, *x.shape[2:])), tree.embeddings)
+        step, embedding = recurrent_fn(params, eval_key, actions.T.reshape(-1), flat)
+        per_leaf = jax.tree.map(lambda x: _leading(x, b, leaves), (step, embedding))
+        (tree, free), _ = jax.lax.scan(settle, (tree, free), (parents, actions, *per_leaf))
+        return tree, free
+
+    return jax.lax.fori_loop(0, steps, body, (tree, free))
+
+
+def in_flight(tree: Tree) -> jax.Array:
+    """[B, nodes, A] int32 zeros: the in-flight counts `grow` keeps in a tree's extra_data."""
+    return jnp.zeros(tree.children_visits.shape, jnp.int32)
+
+
 def search(
     params,
     rng_key: jax.Array,
@@ -144,41 +201,13 @@ def search(
     key is consumed."""
     if leaves < 1 or simulations % leaves:
         raise ValueError(f"leaves per step must be ≥ 1 and divide the simulations ({simulations}), not {leaves}")
-    b, num_actions = root.prior_logits.shape
-    steps = simulations // leaves
-    nodes = simulations + 1
-    tree = mctx_search.instantiate_tree_from_root(
-        root, simulations, root_invalid_actions=invalid, extra_data=jnp.zeros((b, nodes, num_actions), jnp.int32)
+    b = root.prior_logits.shape[0]
+    tree = mctx_search.instantiate_tree_from_root(root, simulations, root_invalid_actions=invalid, extra_data=None)
+    tree = tree.replace(extra_data=in_flight(tree))
+    free = jnp.ones(b, jnp.int32)
+    tree, _ = grow(
+        params, rng_key, tree, free, 0, simulations // leaves, recurrent_fn, leaves=leaves, c_puct=c_puct, n_vl=n_vl
     )
-    select = functools.partial(virtual_selection, c_puct=c_puct, n_vl=n_vl)  # the same at the root and below
-    games = jnp.arange(b)
-    mark = jax.vmap(_mark, in_axes=(0, 0, 0, None))
-
-    def choose(tree, key):  # one leaf of every tree, seeing the virtual losses of the ones chosen before it
-        parent, action = mctx_search.simulate(jax.random.split(key, b), tree, select, simulations)
-        return mark(tree, parent, action, 1), (parent, action)
-
-    def settle(carry, leaf):  # expand and back up one leaf of every tree, and take its virtual losses off
-        tree, free = carry
-        parent, action, step, embedding = leaf
-        existing = tree.children_index[games, parent, action]
-        new = existing == Tree.UNVISITED
-        node = jnp.where(new, free, existing)
-        tree = jax.vmap(_expand)(tree, node, new, parent, action, step, embedding)
-        tree = jax.vmap(_backup)(tree, node, step.value)
-        return (mark(tree, parent, action, -1), free + new), None
-
-    def body(_, carry):
-        key, tree, free = carry
-        key, select_key, eval_key = jax.random.split(key, 3)
-        tree, (parents, actions) = jax.lax.scan(choose, tree, jax.random.split(select_key, leaves))  # [K, B] each
-        flat = jax.tree.map(lambda x: x[games[:, None], parents.T].reshape((b * leaves, *x.shape[2:])), tree.embeddings)
-        step, embedding = recurrent_fn(params, eval_key, actions.T.reshape(-1), flat)
-        per_leaf = jax.tree.map(lambda x: _leading(x, b, leaves), (step, embedding))
-        (tree, free), _ = jax.lax.scan(settle, (tree, free), (parents, actions, *per_leaf))
-        return key, tree, free
-
-    _, tree, _ = jax.lax.fori_loop(0, steps, body, (rng_key, tree, jnp.ones(b, jnp.int32)))
     return mctx.PolicyOutput(
         action=search_lib.most_visited(tree), action_weights=tree.summary().visit_probs, search_tree=tree
     )
