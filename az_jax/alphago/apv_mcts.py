@@ -355,20 +355,27 @@ def apv_actions(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array
 
 
 class PolicyShape(Protocol):
-    """What `make_apply` reads of a p_σ config (supervised.SLConfig)."""
+    """What `make_apply` reads of a p_σ config (supervised.SLConfig, a frozen dataclass: read-only fields)."""
 
-    layers: int
-    filters: int
-    planes: int
+    @property
+    def layers(self) -> int: ...
+    @property
+    def filters(self) -> int: ...
+    @property
+    def planes(self) -> int: ...
 
 
 class ValueShape(Protocol):
     """What `make_apply` reads of a v_θ config (value_training.ValueConfig)."""
 
-    layers: int
-    filters: int
-    hidden: int
-    planes: int
+    @property
+    def layers(self) -> int: ...
+    @property
+    def filters(self) -> int: ...
+    @property
+    def hidden(self) -> int: ...
+    @property
+    def planes(self) -> int: ...
 
 
 @functools.cache

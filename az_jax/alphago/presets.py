@@ -335,10 +335,13 @@ def override(preset: AlphaGoPreset, assignments: Sequence[str]) -> AlphaGoPreset
             known = ", ".join(n for n in names if not (len(parts) == 2 and n == "size"))
             raise PresetError(f"--set {key}: unknown key; {parts[0] if len(parts) == 2 else 'the preset'} has {known}")
         try:
-            changed = dataclasses.replace(target, **{parts[-1]: _parse(value.strip(), getattr(target, parts[-1]), key)})
-            preset = dataclasses.replace(preset, **{parts[0]: changed}) if len(parts) == 2 else changed
+            field: dict[str, Any] = {parts[-1]: _parse(value.strip(), getattr(target, parts[-1]), key)}
+            changed = dataclasses.replace(target, **field)
+            stage: dict[str, Any] = {parts[0]: changed}
+            preset = dataclasses.replace(preset, **stage) if len(parts) == 2 else changed
             if tuple(parts) in (("sl", "steps"), ("value", "steps")):  # steps given: they, not the passes, decide
-                preset = dataclasses.replace(preset, **{f"{parts[0]}_passes": 0.0})
+                passes: dict[str, Any] = {f"{parts[0]}_passes": 0.0}
+                preset = dataclasses.replace(preset, **passes)
         except (TypeError, ValueError) as e:
             raise PresetError(f"--set {key}={value.strip()}: {_one_line(e)}") from None
     return preset

@@ -41,7 +41,7 @@ MASKED = search_lib.MASKED
 Tree = mctx.Tree
 
 
-def virtual_selection(rng_key, tree: Tree, node_index, depth=0, *, c_puct: float, n_vl: float) -> jax.Array:
+def virtual_selection(rng_key, tree: mctx.Tree, node_index, depth=0, *, c_puct: float, n_vl: float) -> jax.Array:
     """apv_mcts.py's selection, argmax_a Q'(s, a) + c_puct · P(s, a) · sqrt(Σ_b N'(s, b)) / (1 + N'(s, a)), on the
     statistics with the virtual losses in flight (`tree.extra_data` [nodes, A]: selections through each edge):
     N' = N + n_vl·i, W' = W − n_vl·i, Q' = W'/N' (0 where N' = 0). With nothing in flight it is
@@ -60,7 +60,7 @@ def virtual_selection(rng_key, tree: Tree, node_index, depth=0, *, c_puct: float
     return jnp.argmax(jnp.where(logits > MASKED / 2, score, -jnp.inf)).astype(jnp.int32)
 
 
-def _mark(tree: Tree, parent: jax.Array, action: jax.Array, delta: int) -> Tree:
+def _mark(tree: mctx.Tree, parent: jax.Array, action: jax.Array, delta: int) -> mctx.Tree:
     """One tree (unbatched): adds `delta` to the in-flight count of the edge (parent, action) and of every edge on the
     path from the root down to `parent`."""
     inflight = tree.extra_data.at[parent, action].add(delta)
@@ -74,7 +74,7 @@ def _mark(tree: Tree, parent: jax.Array, action: jax.Array, delta: int) -> Tree:
     return tree.replace(extra_data=inflight)
 
 
-def _expand(tree: Tree, node, new, parent, action, step: mctx.RecurrentFnOutput, embedding) -> Tree:
+def _expand(tree: mctx.Tree, node, new, parent, action, step: mctx.RecurrentFnOutput, embedding) -> mctx.Tree:
     """One tree: writes the leaf reached by (parent, action) as node `node` when it is `new` (priors, raw value, state,
     and its place under its parent); a node already there keeps what it has."""
 
@@ -93,7 +93,7 @@ def _expand(tree: Tree, node, new, parent, action, step: mctx.RecurrentFnOutput,
     )
 
 
-def _backup(tree: Tree, node, value) -> Tree:
+def _backup(tree: mctx.Tree, node, value) -> mctx.Tree:
     """One tree: one visit of `node` worth `value` (for the player to move there), then mctx's backward pass from it
     to the root (reward + discount · value at each edge, running means). For a new node this is mctx's expansion and
     backward exactly: its value becomes `value`, its visits 1."""
@@ -131,7 +131,7 @@ def _leading(x: jax.Array, b: int, k: int) -> jax.Array:
 def grow(
     params,
     rng_key: jax.Array,
-    tree: Tree,
+    tree: mctx.Tree,
     free: jax.Array,
     first_step,
     steps,
@@ -140,7 +140,7 @@ def grow(
     leaves: int,
     c_puct: float,
     n_vl: float,
-) -> tuple[Tree, jax.Array]:
+) -> tuple[mctx.Tree, jax.Array]:
     """`steps` more steps of `leaves` leaves per tree on `tree` (its `extra_data` the in-flight counts [B, nodes, A],
     zero between steps), whose next unused node is `free` [B]; step i draws its keys from fold_in(rng_key,
     first_step + i), so steps run in chunks give the tree one call would. Returns (tree, free). `steps` and
@@ -178,7 +178,7 @@ def grow(
     return jax.lax.fori_loop(0, steps, body, (tree, free))
 
 
-def in_flight(tree: Tree) -> jax.Array:
+def in_flight(tree: mctx.Tree) -> jax.Array:
     """[B, nodes, A] int32 zeros: the in-flight counts `grow` keeps in a tree's extra_data."""
     return jnp.zeros(tree.children_visits.shape, jnp.int32)
 

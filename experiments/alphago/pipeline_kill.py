@@ -9,7 +9,8 @@ line (sl and v_θ: a checkpoint written; p_ρ: an iteration; value data: a batch
 checkpoint is on disk (each stage writes it just after the line; value data: `--delay` seconds), unless the stage
 has finished meanwhile; p_π, which reports only at its end, `--rollout-delay` seconds after it starts. The next run
 must go on from there, not repeat it ("resumed" in the JSON: the stage's first line in the next run is a later step
-than the killed one's, or the stage's end).
+than the killed one's, or the stage's end). Value data is saved every 60 s of games (value_data.build), so a kill
+before its first save repeats its games: "resumed" false for it says so, and is expected when a stage is that short.
 The directory must not exist (a fresh run).
 """
 
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import jax
 
@@ -73,7 +75,7 @@ def main(argv=None) -> int:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=_lines, args=(proc, lines), daemon=True).start()
-        run = {"started_s": round(time.monotonic() - start, 1), "lines": []}
+        run: dict[str, Any] = {"started_s": round(time.monotonic() - start, 1), "lines": []}
         runs.append(run)
         deadline = None  # when to kill p_π
         while True:
@@ -132,7 +134,13 @@ def main(argv=None) -> int:
         "first_move": int(action[0]),
         "first_move_legal": bool(state.legal_action_mask[0, int(action[0])]),
         "per_run": [
-            {k: r[k] for k in ("started_s", "exit") if k in r} | {"killed_in": r.get("killed_in")} for r in runs
+            {
+                "started_s": r["started_s"],
+                "exit": r["exit"],
+                "killed_in": r.get("killed_in"),
+                "after": r.get("killed_after"),
+            }
+            for r in runs
         ],
         "lines": [r["lines"] for r in runs],
     }
@@ -140,7 +148,7 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
-    complete = set(killed) == {*PROGRESS_STAGES, "rollout"} and all(resumed.values())
+    complete = set(killed) == {*PROGRESS_STAGES, "rollout"} and all(v for k, v in resumed.items() if k != "value-data")
     return 0 if complete and result["first_move_legal"] else 1
 
 
