@@ -319,9 +319,10 @@ def _parse(text: str, current: Any, where: str) -> Any:
 def override(preset: AlphaGoPreset, assignments: Sequence[str]) -> AlphaGoPreset:
     """`preset` with each assignment applied: "STAGE.key=value" for a stage's config (STAGE one of STAGE_KEYS: sl,
     rollout, rl, value, search) or "key=value" for the preset's own (value_games, value_batch, expert_games,
-    expert_level); each value is parsed as the field's type and checked by its config. PresetError (one line) for a
-    malformed assignment, an unknown stage or key, or a value its config refuses. The preset keeps its name: a
-    directory made with overrides must be run with the same ones (each stage refuses another config)."""
+    expert_level, sl_passes, value_passes); each value is parsed as the field's type and checked by its config.
+    PresetError (one line) for a malformed assignment, an unknown stage or key, or a value its config refuses. The
+    preset keeps its name: a directory made with overrides must be run with the same ones (each stage refuses another
+    config)."""
     for text in assignments:
         key, sep, value = text.partition("=")
         parts = key.strip().split(".")

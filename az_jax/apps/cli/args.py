@@ -113,3 +113,23 @@ def add_weights(parser) -> None:
         default="best",
         help="a gated (AlphaGo Zero) run's best player, the default, or its latest weights; the same for other runs",
     )
+
+
+def alphago_directory_agent(args):
+    """The AlphaGo agent of the agent directory `args.run_dir` (az_jax/alphago/play_agent.py), with the search its
+    preset names; UsageError (one line) when --step or --weights was given (they choose AlphaZero checkpoints) or a
+    part of the directory is missing or unreadable."""
+    # these start JAX's backend: only once main has set the devices up
+    from az_jax.alphago import agent as alphago_agent
+    from az_jax.alphago import play_agent, presets
+
+    given = [flag for flag, value in (("--step", args.step), ("--weights", args.weights)) if value is not None]
+    if given:
+        raise UsageError(
+            f"{' and '.join(given)}: for AlphaZero runs only; {args.run_dir} is an AlphaGo agent directory, which "
+            "plays the latest network of each stage"
+        )
+    try:
+        return play_agent.load(args.run_dir)
+    except (alphago_agent.AgentError, presets.PresetError) as e:
+        raise UsageError(str(e)) from None

@@ -18,6 +18,7 @@ from az_jax.apps.cli.args import (
     UsageError,
     add_search,
     add_weights,
+    alphago_directory_agent,
     bounded_int,
     engine_search,
     non_negative_int,
@@ -83,25 +84,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def _alphago_agent(args):
-    """The AlphaGo agent of an agent directory (alphago/play_agent.py), for the search method "alphago"."""
-    from az_jax.alphago import agent as alphago_agent  # these start JAX's backend: after main's device set-up
-    from az_jax.alphago import play_agent, presets
-
-    given = [flag for flag, value in (("--step", args.step), ("--weights", args.weights)) if value is not None]
-    if given:
-        raise UsageError(
-            f"{' and '.join(given)}: for AlphaZero runs only; {args.run_dir} is an AlphaGo agent directory, which "
-            "plays the latest network of each stage"
-        )
-    if args.search not in (None, "alphago"):
-        raise UsageError(f"--search {args.search}: an AlphaGo agent searches by alphago (the paper's selection)")
-    try:
-        return play_agent.load(args.run_dir), "alphago"
-    except (alphago_agent.AgentError, presets.PresetError) as e:
-        raise UsageError(str(e)) from None
-
-
 def run(args) -> int:
     from az_jax.alphago.agent import is_agent_directory  # starts JAX's backend: after main's device set-up
     from az_jax.frontends import gtp_engine, gtp_protocol, tree_search  # the same (imports pgx)
@@ -109,7 +91,9 @@ def run(args) -> int:
 
     capacity = args.capacity
     if is_agent_directory(args.run_dir):
-        agent, search = _alphago_agent(args)
+        if args.search not in (None, "alphago"):
+            raise UsageError(f"--search {args.search}: an AlphaGo agent searches by alphago (the paper's selection)")
+        agent, search = alphago_directory_agent(args), "alphago"
         leaves = args.leaves or agent.config.search.leaves
         if capacity is None:  # room for the preset's search twice over (19×19's 16 MiB default holds 256 nodes)
             sims = args.simulations or agent.default_simulations
@@ -134,9 +118,8 @@ def run(args) -> int:
     )
     sims = args.simulations or agent.default_simulations
     print(
-        f"az-jax gtp: {agent.config.game} {getattr(agent, 'label', None) or f'checkpoint {agent.step}'}, {sims} "
-        f"simulations per move, komi "
-        f"{engine.komi:g}; GTP on stdin/stdout",
+        f"az-jax gtp: {agent.config.game} {getattr(agent, 'label', None) or f'checkpoint {agent.step}'}, "
+        f"{sims} simulations per move, komi {engine.komi:g}; GTP on stdin/stdout",
         file=sys.stderr,
         flush=True,
     )

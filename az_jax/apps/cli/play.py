@@ -4,7 +4,15 @@ az_jax/alphago/play_agent.py)."""
 
 import argparse
 
-from az_jax.apps.cli.args import MAX_SIMULATIONS, UsageError, add_weights, bounded_int, non_negative_int, path, seed
+from az_jax.apps.cli.args import (
+    MAX_SIMULATIONS,
+    add_weights,
+    alphago_directory_agent,
+    bounded_int,
+    non_negative_int,
+    path,
+    seed,
+)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -27,31 +35,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def _alphago_agent(args):
-    """The AlphaGo agent of an agent directory, with the search its preset names (alphago/play_agent.py)."""
-    # these start JAX's backend: imported after main's device set-up
-    from az_jax.alphago import agent as alphago_agent
-    from az_jax.alphago import play_agent, presets
-
-    given = [flag for flag, value in (("--step", args.step), ("--weights", args.weights)) if value is not None]
-    if given:
-        raise UsageError(
-            f"{' and '.join(given)}: for AlphaZero runs only; {args.run_dir} is an AlphaGo agent directory, which "
-            "plays the latest network of each stage"
-        )
-    try:
-        return play_agent.load(args.run_dir)
-    except (alphago_agent.AgentError, presets.PresetError) as e:
-        raise UsageError(str(e)) from None
-
-
 def run(args) -> int:
     from az_jax.alphago.agent import is_agent_directory  # the same
     from az_jax.apps.terminal import play_session  # the same
     from az_jax.runtime.agent import load_agent  # starts JAX's backend: after main's device set-up
 
     if is_agent_directory(args.run_dir):
-        agent = _alphago_agent(args)
+        agent = alphago_directory_agent(args)
     else:
         agent = load_agent(args.run_dir, step=args.step, weights=args.weights or "best")
     play_session(agent, human_first=args.first == "human", num_simulations=args.simulations, seed=args.seed)
