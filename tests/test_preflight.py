@@ -200,3 +200,13 @@ def test_targets_are_the_chips_people_rent():
     with pytest.raises(targets.UnknownTargetError):
         targets.get_target("tpu")
     assert jax.default_backend() == "cpu"  # compiling for targets left the tests' own backend alone
+
+
+def test_cli_alphago_overrides_and_stages_are_checked_one_line():
+    bad_set = _az("preflight", "--target", "h100", "--alphago", "19x19", "--set", "rl.games=3")
+    assert bad_set.returncode == 2 and bad_set.stderr.strip().splitlines() == [
+        "az-jax: error: --set rl.games=3: RLConfig: invalid games=3"
+    ]
+    bad_stage = _az("preflight", "--target", "h100", "--alphago", "19x19", "--programs", "search,mcts")
+    assert bad_stage.returncode == 2 and len(bad_stage.stderr.strip().splitlines()) == 1
+    assert "--programs: unknown AlphaGo stage 'mcts'; choose from sl step, rollout step" in bad_stage.stderr

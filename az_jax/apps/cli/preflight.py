@@ -26,8 +26,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--alphago",
         default=None,
         metavar="PRESET",
-        help="plan the AlphaGo (2016) pipeline's stages of this preset (9x9-cpu, 9x9, 19x19) instead of an "
-        "AlphaZero run: --game, --preset, --set and --programs do not apply",
+        help="plan the AlphaGo (2016) pipeline's stages of this preset (9x9-cpu, 9x9, 19x19, 19x19-smoke) instead "
+        "of an AlphaZero run: --game and --preset do not apply; --set takes the pipeline's STAGE.KEY=VALUE and "
+        "--programs its stages (sl step, rollout step, rl games, rl update, value games, value step, search)",
     )
     parser.add_argument("--game", default="connect_four", help="game name (see envs.GAMES)")
     parser.add_argument("--preset", default="small", help="small, hours, paper, alphago_zero or small_agz")
@@ -64,7 +65,7 @@ def run(args) -> int:
 
     programs = tuple(p.strip() for p in args.programs.split(",") if p.strip())
     unknown = [p for p in programs if p not in preflight.PROGRAMS]
-    if unknown or not programs:
+    if (unknown or not programs) and not args.alphago:  # --alphago: its stages, checked by _alphago_plan
         raise UsageError(f"--programs: unknown {unknown or programs}; choose from {', '.join(preflight.PROGRAMS)}")
     try:
         chosen = [targets.get_target(name.strip()) for name in args.target.split(",") if name.strip()]
@@ -124,19 +125,29 @@ def _alphago_plan(args, log):
     """target -> the plan of the AlphaGo pipeline's stages (az_jax/alphago/preflight.py)."""
     # these start JAX's backend: see run
     from az_jax.alphago import preflight as alphago_preflight
-    from az_jax.alphago.presets import PRESETS
+    from az_jax.alphago.presets import PRESETS, PresetError, override
 
-    if args.set or args.programs != "iteration,gating,evaluation" or args.iteration_seconds:
-        raise UsageError(
-            "--alphago plans every stage of its preset: --set, --programs and --iteration-seconds do not apply"
-        )
+    if args.iteration_seconds:
+        raise UsageError("--alphago plans the stages of its preset: --iteration-seconds does not apply")
     if args.alphago not in PRESETS:
         raise UsageError(f"--alphago: unknown preset {args.alphago!r}; known: {', '.join(PRESETS)}")
-    preset = PRESETS[args.alphago]
+    try:
+        preset = override(PRESETS[args.alphago], args.set or [])
+    except PresetError as e:
+        raise UsageError(str(e)) from None
+    stages = alphago_preflight.STAGES
+    if args.programs != "iteration,gating,evaluation":  # the AlphaZero default: every stage
+        stages = tuple(p.strip() for p in args.programs.split(",") if p.strip())
+        unknown = [p for p in stages if p not in alphago_preflight.STAGES]
+        if unknown or not stages:
+            raise UsageError(
+                f"--programs: unknown AlphaGo stage {(unknown or ['(none)'])[0]!r}; choose from "
+                f"{', '.join(alphago_preflight.STAGES)}"
+            )
 
     def plan(target):
-        result = alphago_preflight.plan(preset, target, log=log)
-        result.update(preset=preset.name, overrides=[])
+        result = alphago_preflight.plan(preset, target, stages, log=log)
+        result.update(preset=preset.name, overrides=list(args.set or []))
         return result
 
     return plan
@@ -152,7 +163,8 @@ def _plan_in_child(args, target) -> dict:
     becomes one line here, not a core dump. Its table goes to stdout, its progress lines to stderr as they come."""
     command = [sys.executable, "-m", "az_jax.apps.cli", "preflight", "--target", target.name]
     if args.alphago:
-        command += ["--alphago", args.alphago]
+        command += ["--alphago", args.alphago, "--programs", args.programs]
+        command += [arg for kv in args.set or [] for arg in ("--set", kv)]
     else:
         command += ["--game", args.game, "--preset", args.preset, "--programs", args.programs]
         command += [arg for kv in args.set or [] for arg in ("--set", kv)]
