@@ -3,12 +3,13 @@ pauses of a run stopped and resumed left out: `active_minutes`), gradient steps,
 of the run's `eval_opponents` (W + D/2 over the games), the shares of optimal moves on connect four's solver set when
 the run logged them (`eval_solver_simulations`: raw policy, search, search in drawn positions) and the losses.
 
-    python -m experiments.strength.learning_curve runs/connect_four-small [--plot curve.png]
+    python -m experiments.strength.learning_curve runs/connect_four-small [--plot curve.png] [--json curve.json]
 
 `--plot` also draws every score and share against training minutes.
 """
 
 import argparse
+import json
 import re
 
 from az_jax.runtime.metrics import read_metrics
@@ -95,8 +96,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("run_dir")
     parser.add_argument("--plot", default=None, help="also draw the curve against minutes to this PNG")
+    parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
     args = parser.parse_args()
     names, rows = curve(args.run_dir)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"run_dir": args.run_dir, "baselines": names, "rows": rows}, f, indent=1)
     if args.plot:
         plot(args.plot, args.run_dir.rstrip("/").split("/")[-1], names, rows)
     solver = any(row["solver"][0] is not None for row in rows)
