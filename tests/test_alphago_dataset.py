@@ -263,3 +263,37 @@ def test_random_opening_plies_of_generated_games_are_not_labels(tmp_path):
     (tmp_path / "game-000000.sgf").write_bytes(b"(;SZ[9]RE[B+5.5];B[ee];W[cc];B[gg];W[dd])")
     games, _ = corpus.load_corpus([tmp_path], 9)
     assert dataset.positions_from_games(games, 9).action.tolist() == [40, 20, 60, 30]
+
+
+def _rows(p: dataset.Positions) -> list[tuple]:
+    """Each position as a tuple of its fields, sorted: a set of positions whatever their order."""
+    return sorted(zip(*[np.asarray(a).reshape(len(p), -1).tolist() for a in _arrays(p)], strict=True)) if len(p) else []
+
+
+def test_a_directory_data_set_is_streamed_in_parts_and_read_as_maps(hand_corpus, tmp_path, monkeypatch):
+    games, _, positions, _ = hand_corpus
+    directory = tmp_path / "sgfs"
+    directory.mkdir()
+    for name, data in RECORDS.items():
+        (directory / name).write_bytes(data)
+    monkeypatch.setattr(dataset, "_FLUSH", 5)  # appended every 5 positions or more: several commits per part
+    monkeypatch.setattr(corpus, "held_out", lambda games: {0, 3})  # games 0 and 3 held out (by hash: none of the 5)
+    out = tmp_path / "go9"
+    report = dataset.build([directory], 9, out)
+    train, test = dataset.load_split(out)
+    want_train, want_test = dataset.split(positions, {0, 3})
+    assert len(want_test) == 12 and isinstance(train.position.board, np.memmap) and isinstance(test.action, np.memmap)
+    assert _rows(train) == _rows(want_train) and _rows(test) == _rows(want_test)  # the same positions as in memory
+    assert report["train_positions"] == len(want_train) and report["test_positions"] == len(want_test)
+    assert report["positions"] == len(positions) == len(dataset.load(out))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["go9", "sgfs"]  # nothing left beside it
+    with pytest.raises(dataset.DatasetError, match="exists; pass overwrite") as e:
+        dataset.build([directory], 9, out)
+    assert "\n" not in str(e.value) and len(dataset.load(out)) == len(positions)  # left as it was
+    (directory / "f_twice.sgf").unlink()  # 2 positions fewer
+    dataset.build([directory], 9, out, overwrite=True)
+    assert len(dataset.load(out)) == len(positions) - 2
+    (out / "train" / "board.bin").write_bytes(b"")
+    with pytest.raises(dataset.DatasetError, match="damaged: board.bin") as e:
+        dataset.load_split(out)
+    assert "\n" not in str(e.value)

@@ -26,6 +26,7 @@ from az_jax.alphago import (
 from az_jax.alphago.presets import PRESETS, AlphaGoPreset
 from az_jax.apps import cli
 from az_jax.evaluation.players import PlayerSpecError, make_player
+from az_jax.runtime import columns
 
 from conftest import fast_compiles_here
 
@@ -81,7 +82,7 @@ def data_file(tmp_path_factory):
     (root / "a.sgf").write_bytes(b"(;SZ[9]RE[B+5.5];B[ee];W[cc];B[gg];W[dd];B[ce];W[dc])")
     (root / "b.sgf").write_bytes(b"(;SZ[9]RE[W+2.5];B[dd];W[ff];B[fd];W[df];B[ec];W[ge])")
     (root / "c.sgf").write_bytes(b"(;SZ[9]RE[B+0.5];B[ee];W[cc];B[gg];W[dd];B[ae])")
-    out = root / "go9.npz"
+    out = root / "go9"  # a directory: the streamed form
     dataset.build([root], 9, out)
     return str(out)
 
@@ -146,9 +147,8 @@ def test_every_stage_has_the_presets_counts(runs):
     assert {x.shape[0] for x in jax.tree.leaves(reinforce.restore_pool(rl_dir))} == {3}
     assert reinforce.read_config(rl_dir)[2]["sl_run"] == os.path.abspath(os.path.join(d, "sl"))
     # value data: exactly the 20 games (2 batches of 10), one position each; game 19 held out
-    with np.load(os.path.join(d, "value_data.npz")) as f:
-        assert int(f["games_done"]) == 20
-    train, test = value_data.load_split(os.path.join(d, "value_data.npz"))
+    assert columns.meta(os.path.join(d, "value_data", "train"))[0]["games_done"] == 20
+    train, test = value_data.load_split(os.path.join(d, "value_data"))
     assert (len(train), len(test), test.game.tolist()) == (19, 1, [19])
     # v_θ: 3 steps
     value_config, _, value_step = value_training.restore_params(os.path.join(d, "value"))

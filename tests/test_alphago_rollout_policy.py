@@ -241,3 +241,20 @@ def test_training_learns_the_point_above_the_previous_move():
     # the neighbour feature "previous move directly below" (index 6) carries it
     w = np.asarray(policy.weights)
     assert w[R._NEIGHBOUR + 6] == w[R._NEIGHBOUR : R._NEIGHBOUR + 8].max() > 1.0
+
+
+def test_a_set_larger_than_the_buffer_is_encoded_a_buffer_at_a_time(monkeypatch):
+    train_set, test_set = synthetic(512, 0), synthetic(256, 1)
+    whole, _ = R.train(train_set, test_set, R.TrainConfig(steps=150, batch_size=64, min_count=2))
+    sizes: list[int] = []
+    encode_all = R.encode_all
+    monkeypatch.setattr(R, "encode_all", lambda p, **kw: sizes.append(len(p.board)) or encode_all(p, **kw))
+    policy, report = R.train(train_set, test_set, R.TrainConfig(steps=150, batch_size=64, min_count=2, buffer=100))
+    # 512 training rows in ceil(512 / 100) = 6 buffers of 86 or 85 (512 = 2 x 86 + 4 x 85), encoded once for the
+    # vocabularies and once for the steps (the first kept: 5 more); 256 test rows in 3 (86, 85, 85)
+    assert report["buffers"] == 6 and max(sizes) <= 100
+    assert sorted(sizes) == sorted([86, 86, 85, 85, 85, 85] + [86, 85, 85, 85, 85] + [86, 85, 85])
+    # the vocabularies come from every expert move either way
+    assert np.array_equal(policy.pattern_vocabulary, whole.pattern_vocabulary)
+    assert np.array_equal(policy.response_vocabulary, whole.response_vocabulary)
+    assert report["test_accuracy"] > 0.9, report

@@ -22,6 +22,7 @@ from az_jax.alphago.dataset import Positions
 from az_jax.alphago.networks import PolicyNetwork
 from az_jax.alphago.position import Position, from_pgx
 from az_jax.core import devices
+from az_jax.runtime import columns
 
 N = 9
 GAMES = 64  # every generate call plays 64 games (32 per test device): one compiled program for the whole file
@@ -200,6 +201,50 @@ def test_build_resumes_and_refuses_another_data_set(tmp_path):
         "broken.npz",
         "value9.npz",
     ]  # no temporary file left behind
+
+
+def _same(a: value_data.ValuePositions, b: value_data.ValuePositions) -> None:
+    order_a, order_b = np.argsort(a.game), np.argsort(b.game)
+    for name in ("outcome", "u", "game", "moves", "attempts"):
+        np.testing.assert_array_equal(getattr(a, name)[order_a], getattr(b, name)[order_b], err_msg=name)
+    np.testing.assert_array_equal(a.position.board[order_a], b.position.board[order_b])
+
+
+def test_a_directory_is_appended_to_and_a_save_killed_halfway_is_taken_back(tmp_path, monkeypatch):
+    """The directory form holds what the .npz form holds; each save appends (to test, then train); a build killed
+    between the two appends leaves test one commit ahead, which readers ignore and the next build takes back."""
+    whole = tmp_path / "whole.npz"
+    value_data.build(whole, SL, RL, N, games_total=2 * GAMES, batch=GAMES, seed=2)
+    d = tmp_path / "value9"
+    value_data.build(d, SL, RL, N, games_total=GAMES, batch=GAMES, seed=2, save_every_seconds=0)
+    one_save = {name: columns.meta(d / name)[1] for name in ("train", "test")}
+    append = columns.append
+
+    def killed_at_train(path, rows, meta=None):
+        if str(path).endswith("train"):
+            raise KeyboardInterrupt  # the kill, after test's append of the second save
+        return append(path, rows, meta)
+
+    monkeypatch.setattr(columns, "append", killed_at_train)
+    with pytest.raises(KeyboardInterrupt):
+        value_data.build(d, SL, RL, N, games_total=2 * GAMES, batch=GAMES, seed=2, save_every_seconds=0)
+    monkeypatch.setattr(columns, "append", append)
+    assert columns.meta(d / "test")[1] > one_save["test"]  # held-out games of 79, 99, 119 got in before the kill
+    train, test = value_data.load_split(d)  # ... and readers do not see it
+    assert (len(train), len(test)) == (one_save["train"], one_save["test"]) and test.game.max() < GAMES
+    assert isinstance(train.position.board, np.memmap) and isinstance(test.moves, np.memmap)
+    report = value_data.build(d, SL, RL, N, games_total=2 * GAMES, batch=GAMES, seed=2, save_every_seconds=0)
+    assert report["games"] == 2 * GAMES and report["positions"] == len(value_data.load(whole))
+    w_train, w_test = value_data.load_split(whole)
+    train, test = value_data.load_split(d)
+    _same(train, w_train)
+    _same(test, w_test)  # those games once, not twice
+    with pytest.raises(value_data.ValueDataError, match=r"\(seed differ\)"):
+        value_data.build(d, SL, RL, N, games_total=3 * GAMES, batch=GAMES, seed=3)
+    (d / "train" / "columns.json").write_text("{}")
+    with pytest.raises(value_data.ValueDataError, match="not a readable value data set") as e:
+        value_data.load_split(d)
+    assert "\n" not in str(e.value)
 
 
 # --- training -----------------------------------------------------------------------------------------------------

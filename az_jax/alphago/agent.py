@@ -4,7 +4,8 @@ APV-MCTS searches with.
     DIR/sl/               p_σ, the SL policy network run (`az-jax alphago sl`): the search's priors
     DIR/rollout.npz       p_π, the rollout policy (`az-jax alphago rollout`): the leaves' rollouts
     DIR/rl/               p_ρ, the RL policy network run (`az-jax alphago rl`): plays the value data's games
-    DIR/value_data.npz    one position per self-play game (`az-jax alphago value-data`)
+    DIR/value_data/       one position per self-play game (`az-jax alphago value-data`; appended to; an older
+                          directory's value_data.npz is read in its place)
     DIR/value/            v_θ, the value network run (`az-jax alphago value`): the leaves' evaluations
     DIR/preset.json       the preset `az-jax alphago pipeline` built the directory with (presets.py), whose search
                           settings are the `alphago:DIR` player's defaults
@@ -24,7 +25,8 @@ from az_jax.alphago import presets, reinforce, rollout_policy, supervised, value
 from az_jax.alphago.supervised import SLConfig
 from az_jax.alphago.value_training import ValueConfig
 
-LAYOUT = {"sl": "sl", "rollout": "rollout.npz", "rl": "rl", "value_data": "value_data.npz", "value": "value"}
+LAYOUT = {"sl": "sl", "rollout": "rollout.npz", "rl": "rl", "value_data": "value_data", "value": "value"}
+LEGACY = {"value_data": "value_data.npz"}  # the single-file form of earlier versions, used when it is there
 
 
 class AgentError(Exception):
@@ -33,7 +35,8 @@ class AgentError(Exception):
 
 def part(directory: str, name: str) -> str:
     """The path of one stage's output (a key of LAYOUT) in an agent directory."""
-    return os.path.join(directory, LAYOUT[name])
+    legacy = os.path.join(directory, LEGACY.get(name, LAYOUT[name]))
+    return legacy if os.path.exists(legacy) else os.path.join(directory, LAYOUT[name])
 
 
 def is_agent_directory(directory: str) -> bool:

@@ -19,11 +19,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import shutil
 import time
 import zipfile
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +35,7 @@ from pgx.go import State as GoState
 
 from az_jax.alphago import corpus
 from az_jax.alphago.position import Position, from_pgx
+from az_jax.runtime import columns
 
 FORMAT = 1  # version of the .npz layout
 _BATCH = 16  # games replayed together (more gains nothing on a CPU)
@@ -183,15 +186,16 @@ _CUT_REASONS = {
 }
 
 
-def replay(games: Sequence[corpus.ExpertGame], size: int, batch: int = _BATCH) -> tuple[Positions, dict[str, int]]:
-    """The positions of `games` (see positions_from_games) and how many games pgx cut short, by reason."""
+def replay_parts(
+    games: Sequence[corpus.ExpertGame], size: int, batch: int = _BATCH
+) -> Iterator[tuple[Positions, Counter]]:
+    """The positions of `games` (see positions_from_games), `batch` games at a time (games of similar lengths
+    together, so not in the list's order): each part with the games pgx cut short in it, by reason."""
     if any(game.size != size for game in games):
         raise ValueError(f"every game must be {size}x{size}")
     window = _replay_window(size)
     plies = [np.asarray(corpus.replay_actions(game), np.int32) for game in games]
     order = sorted(range(len(games)), key=lambda i: len(plies[i]))  # similar lengths share a batch
-    parts: list[Positions] = []
-    cut: Counter = Counter()
     for start in range(0, len(order), batch):
         members = order[start : start + batch]
         longest = max(len(plies[i]) for i in members)
@@ -206,6 +210,8 @@ def replay(games: Sequence[corpus.ExpertGame], size: int, batch: int = _BATCH) -
             outs.append(jax.device_get(out))
         position = jax.tree.map(lambda *xs: np.concatenate(xs), *(o[0] for o in outs))  # [T, B, ...]
         codes = np.concatenate([o[1] for o in outs])  # [T, B]
+        parts: list[Positions] = []
+        cut: Counter = Counter()
         for column, i in enumerate(members):
             game, n = games[i], len(plies[i])
             bad = np.flatnonzero(codes[:n, column] != _OK)
@@ -226,6 +232,16 @@ def replay(games: Sequence[corpus.ExpertGame], size: int, batch: int = _BATCH) -
                     move_number=(ply - setup + 1).astype(np.int32),
                 )
             )
+        yield concatenate(parts, size), cut
+
+
+def replay(games: Sequence[corpus.ExpertGame], size: int, batch: int = _BATCH) -> tuple[Positions, dict[str, int]]:
+    """The positions of `games` (see positions_from_games), in memory, and how many games pgx cut short, by reason."""
+    parts: list[Positions] = []
+    cut: Counter = Counter()
+    for part, part_cut in replay_parts(games, size, batch):
+        parts.append(part)
+        cut.update(part_cut)
     positions = concatenate(parts, size)
     by_game = np.argsort(positions.game, kind="stable")  # game order, then move order
     return positions.take(by_game), dict(sorted(cut.items()))
@@ -297,28 +313,36 @@ def _one_line(e: BaseException) -> str:
 
 
 def load(path: str | os.PathLike) -> Positions:
-    """The positions saved at `path`; DatasetError (one line) if the file is missing or not a data set."""
+    """Every position of the data set at `path`, in memory (a directory's two parts read whole and joined: for tests
+    and small sets; train from `load_split`); DatasetError (one line) if it is missing or not a data set."""
+    if _is_directory_set(path):
+        return concatenate(list(load_split(path)), _read_parts(path)[0].size)
     return _positions(_read(path))
 
 
 def load_split(path: str | os.PathLike) -> tuple[Positions, Positions]:
-    """(train, test) of the data set at `path`, split by the held-out games saved with it."""
+    """(train, test) of the data set at `path`: a directory's parts as memory maps (nothing read until a batch
+    gathers its rows), a single .npz read whole and split by the held-out games saved with it."""
+    if _is_directory_set(path):
+        return _read_parts(path)
     arrays = _read(path)
     return split(_positions(arrays), set(arrays["test_games"].tolist()))
 
 
-def _positions(arrays: dict[str, np.ndarray]) -> Positions:
+def _positions(arrays: dict[str, np.ndarray], copy: bool = True) -> Positions:
+    """Positions of the fields' arrays; `copy=False` keeps arrays already of the right dtype as they are (memory
+    maps stay maps)."""
+    dtypes = {"board": np.int8, "turns_since": np.int8, "ko": np.int32, "black_to_move": bool, "action": np.int32}
+    dtypes |= {"outcome": np.int8, "game": np.int32, "move_number": np.int32}
+    a = {name: arrays[name].astype(dtype, copy=copy) for name, dtype in dtypes.items()}
     return Positions(
         position=_position(
-            board=arrays["board"].astype(np.int8),
-            turns_since=arrays["turns_since"].astype(np.int8),
-            ko=arrays["ko"].astype(np.int32),
-            black_to_move=arrays["black_to_move"].astype(bool),
+            board=a["board"], turns_since=a["turns_since"], ko=a["ko"], black_to_move=a["black_to_move"]
         ),
-        action=arrays["action"].astype(np.int32),
-        outcome=arrays["outcome"].astype(np.int8),
-        game=arrays["game"].astype(np.int32),
-        move_number=arrays["move_number"].astype(np.int32),
+        action=a["action"],
+        outcome=a["outcome"],
+        game=a["game"],
+        move_number=a["move_number"],
     )
 
 
@@ -351,34 +375,128 @@ def save(
             tmp.unlink()
 
 
+# A data set directory: two column stores (az_jax/runtime/columns.py), DIR/train and DIR/test, each with the fields of
+# Positions as columns; written a part at a time by `build`, read as memory maps by `load_split`.
+_PARTS = ("train", "test")
+_FLUSH = 65_536  # positions gathered before they are appended (~50 MB on 19×19)
+
+
+def _schema(size: int) -> dict[str, tuple[Any, tuple[int, ...]]]:
+    points = size * size
+    return {
+        "board": (np.int8, (points,)),
+        "turns_since": (np.int8, (points,)),
+        "ko": (np.int32, ()),
+        "black_to_move": (np.bool_, ()),
+        "action": (np.int32, ()),
+        "outcome": (np.int8, ()),
+        "game": (np.int32, ()),
+        "move_number": (np.int32, ()),
+    }
+
+
+def _is_directory_set(path: str | os.PathLike) -> bool:
+    return os.path.isdir(path)
+
+
+def _read_parts(path: str | os.PathLike) -> tuple[Positions, Positions]:
+    parts = []
+    for name in _PARTS:
+        try:
+            rows, meta = columns.read(os.path.join(path, name))
+        except columns.ColumnsError as e:
+            raise DatasetError(f"{path} is not a readable data set: {e}") from None
+        if meta.get("format") != FORMAT or meta.get("part") != name or set(rows) != set(_FIELDS):
+            raise DatasetError(f"{path} is not a position data set (its {name} part is not one of format {FORMAT})")
+        parts.append(_positions(rows, copy=False))
+    return parts[0], parts[1]
+
+
 def default_path(size: int) -> Path:
-    """Where `build` writes unless told otherwise: <cache>/alphago/go_NxN_positions.npz."""
-    return corpus.default_cache_dir() / "alphago" / f"go_{size}x{size}_positions.npz"
+    """Where `build` writes unless told otherwise: the directory <cache>/alphago/go_NxN_positions."""
+    return corpus.default_cache_dir() / "alphago" / f"go_{size}x{size}_positions"
+
+
+def _write_directory(
+    parts: Iterator[tuple[Positions, Counter]], size: int, test_games: Collection[int], target: Path, overwrite: bool
+) -> tuple[Counter, dict[str, int]]:
+    """Streams `parts` into a data set directory built beside `target` and renamed onto it at the end (an
+    interrupted build leaves `target` as it was); returns the cuts and the positions of each part."""
+    if target.exists() and not overwrite:
+        raise DatasetError(f"{target} exists; pass overwrite (--overwrite) to replace it")
+    building = target.with_name(f"{target.name}.building-{os.getpid()}")
+    if building.exists():
+        shutil.rmtree(building)
+    test = np.fromiter(test_games, np.int32, len(test_games))
+    for name in _PARTS:
+        columns.create(building / name, _schema(size), {"format": FORMAT, "part": name, "size": size})
+    cut: Counter = Counter()
+    counts = dict.fromkeys(_PARTS, 0)
+    pending: list[Positions] = []
+
+    def flush() -> None:
+        everything = concatenate(pending, size)
+        held_out = np.isin(everything.game, test)
+        for name, mask in zip(_PARTS, (~held_out, held_out)):
+            rows = _arrays(everything.take(mask), ())
+            counts[name] = columns.append(building / name, {f: rows[f] for f in _FIELDS})
+        pending.clear()
+
+    try:
+        for part, part_cut in parts:
+            cut.update(part_cut)
+            pending.append(part)
+            if sum(len(p) for p in pending) >= _FLUSH:
+                flush()
+        flush()
+        if target.exists():  # overwrite: the old set goes only once the new one is whole
+            old = target.with_name(f"{target.name}.old-{os.getpid()}")
+            os.replace(target, old)
+            os.replace(building, target)
+            if old.is_dir():
+                shutil.rmtree(old)
+            else:
+                old.unlink()
+        else:
+            os.replace(building, target)
+    finally:
+        if building.exists():
+            shutil.rmtree(building)
+    return cut, counts
 
 
 def build(
     sources: Sequence[str | os.PathLike], size: int, out_path: str | os.PathLike, overwrite: bool = False
 ) -> dict:
-    """Reads the games of `sources`, replays them and saves every position with the held-out split to `out_path`.
-    The report: the corpus counts (files, parsed, skipped by reason, cut by reason, duplicates, unique games), the
-    games pgx cut short (reason -> count), positions, train/test games and positions, seconds, path."""
+    """Reads the games of `sources`, replays them and saves every position with the held-out split to `out_path`:
+    a directory (train and test column stores, streamed a part at a time: memory holds one part, never the whole
+    set), or, for a path ending in .npz, one file written whole (`save`). The report: the corpus counts (files,
+    parsed, skipped by reason, cut by reason, duplicates, unique games), the games pgx cut short (reason -> count),
+    positions, train/test games and positions, seconds, path."""
     start = time.perf_counter()
     games, report = corpus.load_corpus(sources, size)
     read = time.perf_counter()
-    positions, cut = replay(games, size)
-    replayed = time.perf_counter()
     test_games = corpus.held_out(games)
-    train, test = split(positions, test_games)
-    save(out_path, positions, test_games, overwrite=overwrite)
+    target = Path(out_path)
+    if target.suffix == ".npz":
+        positions, cut = replay(games, size)
+        train, test = split(positions, test_games)
+        counts = {"train": len(train), "test": len(test)}
+        replayed = time.perf_counter()
+        save(out_path, positions, test_games, overwrite=overwrite)
+    else:
+        cut_counter, counts = _write_directory(replay_parts(games, size), size, test_games, target, overwrite)
+        cut = dict(sorted(cut_counter.items()))
+        replayed = time.perf_counter()
     done = time.perf_counter()
     return {
         **report,
         "cut_by_pgx": cut,
-        "positions": len(positions),
+        "positions": counts["train"] + counts["test"],
         "train_games": len(games) - len(test_games),
         "test_games": len(test_games),
-        "train_positions": len(train),
-        "test_positions": len(test),
+        "train_positions": counts["train"],
+        "test_positions": counts["test"],
         "seconds": round(done - start, 1),
         "seconds_reading": round(read - start, 1),
         "seconds_replaying": round(replayed - read, 1),

@@ -5,10 +5,10 @@
     sl          p_σ                    DIR/sl              supervised.train (resumes)
     rollout     p_π                    DIR/rollout.npz     rollout_policy.train + save (skipped when the file exists)
     rl          p_ρ                    DIR/rl              reinforce.train from DIR/sl (resumes)
-    value-data  one position a game    DIR/value_data.npz  value_data.build (resumes)
+    value-data  one position a game    DIR/value_data/     value_data.build (resumes, appends)
     value       v_θ                    DIR/value           value_training.train (resumes)
 
-    report = run(presets.PRESETS["9x9-cpu"], "runs/alphago/ag9-cpu")      # or until="sl", data="my_games.npz"
+    report = run(presets.PRESETS["9x9-cpu"], "runs/alphago/ag9-cpu")      # or until="sl", data="my_positions"
 
 Each stage is a call of its module (the agent directory's layout is agent.py's); one whose output is complete is
 skipped, one that was interrupted resumes, so running the same command again continues where it stopped. DIR/preset.json

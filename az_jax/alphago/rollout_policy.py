@@ -418,6 +418,21 @@ class TrainConfig:
     max_train: int = 0  # 0: every training position; else a random subsample of this many
     max_test: int = 0
     seed: int = 0
+    buffer: int = 65_536  # positions encoded at once (~12 KB each on 19×19, 0.8 GB): memory never holds more
+
+
+def _expert(encoded: Any, actions: np.ndarray) -> Any:
+    """The features of the expert moves only: every leaf [M, P, ...] gathered at `actions` [M] to [M, 1, ...], so a
+    family's `init` reads them at action 0 (a few bytes a position instead of ~12 KB)."""
+    rows = np.arange(len(actions))
+    return jax.tree.map(lambda x: np.asarray(x)[rows, actions][:, None], encoded)
+
+
+def _chunks(m: int, limit: int, buffer: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """The rows used of a set of m (all, or a random `limit` of them when 0 < limit < m), shuffled and cut into
+    ceil(rows / buffer) chunks of nearly equal size, each sorted (a memory-mapped set is read in file order)."""
+    rows = rng.permutation(m)[: limit or m] if m else np.zeros(0, np.int64)
+    return [np.sort(c) for c in np.array_split(rows, max(1, -(-len(rows) // buffer)))]
 
 
 def train(
@@ -425,44 +440,61 @@ def train(
 ) -> tuple[Any, dict[str, Any]]:
     """Vocabularies from `train_positions`' expert moves, then SGD on the log-likelihood of those moves (weights from
     0). The report: positions used, vocabulary sizes, final training loss, train and held-out accuracy, seconds.
-    `family`: p_π (the default) or another feature set, e.g. tree_policy.TREE."""
+    `family`: p_π (the default) or another feature set, e.g. tree_policy.TREE.
+
+    Memory holds the encodings of at most `config.buffer` positions (the sets may be memory maps,
+    dataset.load_split): the training rows are shuffled and cut into buffers; one pass encodes each buffer for the
+    vocabularies (keeping only the expert moves' codes), a second encodes each again and spends on it its share of
+    the steps (steps × its size / the rows), sampling batches within it; the training accuracy is then the last
+    buffer's. A set that fits one buffer is encoded once, and all of it is scored."""
     rng = np.random.default_rng(config.seed)
+    train_chunks = _chunks(len(train_positions), config.max_train, config.buffer, rng)
+    test_chunks = _chunks(len(test_positions), config.max_test, config.buffer, rng)
+    m = sum(len(c) for c in train_chunks)
 
-    def subsample(positions: Positions, limit: int) -> Positions:
-        if limit and len(positions) > limit:
-            return positions.take(np.sort(rng.choice(len(positions), limit, replace=False)))
-        return positions
+    def encoded(positions: Positions, rows: np.ndarray) -> tuple[Any, np.ndarray]:
+        part = positions.take(rows)
+        return encode_all(part.position, family=family), part.action
 
-    train_set, test_set = subsample(train_positions, config.max_train), subsample(test_positions, config.max_test)
     start = time.perf_counter()
-    train_enc = encode_all(train_set.position, family=family)
-    test_enc = encode_all(test_set.position, family=family)
+    first = encoded(train_positions, train_chunks[0])
+    experts = [_expert(*first)] + [_expert(*encoded(train_positions, c)) for c in train_chunks[1:]]
+    expert = jax.tree.map(lambda *xs: np.concatenate(xs), *experts)
+    policy, sizes = family.init(expert, np.zeros(m, np.int32), config.min_count)
     encoded_at = time.perf_counter()
-    policy, sizes = family.init(train_enc, train_set.action, config.min_count)
-    train_idx = jax.device_get(_jitted(family.indices)(policy, train_enc))
-    m = len(train_set)
     weights = policy.weights
     losses = []
     lr = jnp.float32(config.learning_rate)
-    for _ in range(config.steps):
-        batch = rng.integers(0, m, min(config.batch_size, m))
-        idx = jax.tree.map(lambda x, b=batch: x[b], train_idx)
-        weights, value = _sgd_step(weights, idx, jnp.asarray(train_set.action[batch]), lr, scores=family.scores)
-        losses.append(value)
+    ends = np.round(config.steps * np.cumsum([len(c) for c in train_chunks]) / max(m, 1)).astype(int)
+    step = 0
+    for i, rows in enumerate(train_chunks):
+        train_enc, actions = first if i == 0 else encoded(train_positions, rows)
+        train_idx = jax.device_get(_jitted(family.indices)(policy, train_enc))
+        for _ in range(step, int(ends[i])):
+            batch = rng.integers(0, len(rows), min(config.batch_size, len(rows)))
+            idx = jax.tree.map(lambda x, b=batch: x[b], train_idx)
+            weights, value = _sgd_step(weights, idx, jnp.asarray(actions[batch]), lr, scores=family.scores)
+            losses.append(value)
+        step = int(ends[i])
     policy = policy.replace(weights=weights)
     trained_at = time.perf_counter()
+    test_correct = 0.0
+    for rows in test_chunks:
+        test_enc, test_actions = encoded(test_positions, rows)
+        test_correct += accuracy(policy, test_enc, test_actions, family=family) * len(rows)
     tail = [float(v) for v in losses[-min(50, len(losses)) :]]
     report = {
         "train_positions": m,
-        "test_positions": len(test_set),
+        "test_positions": sum(len(c) for c in test_chunks),
         **sizes,
         "num_features": policy.num_features,
         "steps": config.steps,
         "batch_size": config.batch_size,
         "learning_rate": config.learning_rate,
+        "buffers": len(train_chunks),
         "final_loss": round(sum(tail) / max(len(tail), 1), 4),
-        "train_accuracy": round(accuracy(policy, train_enc, train_set.action, family=family), 4),
-        "test_accuracy": round(accuracy(policy, test_enc, test_set.action, family=family), 4),
+        "train_accuracy": round(accuracy(policy, train_enc, actions, family=family), 4),
+        "test_accuracy": round(test_correct / max(sum(len(c) for c in test_chunks), 1), 4),
         "seconds_encoding": round(encoded_at - start, 1),
         "seconds_training": round(trained_at - encoded_at, 1),
     }

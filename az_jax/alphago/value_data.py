@@ -8,7 +8,7 @@ the legal points; moves t = U+1 … T sampled from the RL policy p_ρ until the 
 (s_{U+1}, z_{U+1}) is kept, z = ±1 for the player to move at s_{U+1}.
 
     games = generate((sl_config, sl_params), (rl_config, rl_params), 256, key, 9)   # one compiled while_loop
-    report = build(path, sl, rl, 9, games_total=100_000, batch=256)                   # resumable .npz
+    report = build(path, sl, rl, 9, games_total=100_000, batch=256)                   # resumable, appended to
     train, test = load_split(path)                                                    # ValuePositions
     states = replay_states(train.moves[:64], 9)       # pgx states of s_{U+1} again (rollouts, Fig. 2b)
 
@@ -53,6 +53,7 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import time
 import zipfile
 from collections.abc import Callable
@@ -72,6 +73,7 @@ from az_jax.alphago.networks import PolicyNetwork
 from az_jax.alphago.policy_player import sensible_moves
 from az_jax.alphago.position import Position, from_pgx
 from az_jax.core import devices
+from az_jax.runtime import columns
 
 FORMAT = 1  # version of the .npz layout
 PAPER_U_MAX = 450  # U ~ unif{1, 450} on 19×19
@@ -470,7 +472,10 @@ def _write(path: Path, meta: dict, positions: ValuePositions, games_done: int) -
 
 
 def load(path: str | os.PathLike) -> ValuePositions:
-    """Every position of the value data set at `path`; ValueDataError (one line) if missing or not one."""
+    """Every position of the value data set at `path`, in memory (a directory's two parts read whole and joined);
+    ValueDataError (one line) if missing or not one."""
+    if os.path.isdir(path):
+        return _concatenate(list(_read_directory(path)[1:3]))
     return _read(path)[1]
 
 
@@ -481,9 +486,121 @@ def split(positions: ValuePositions, test_every: int = TEST_EVERY) -> tuple[Valu
 
 
 def load_split(path: str | os.PathLike) -> tuple[ValuePositions, ValuePositions]:
-    """(train, test) of the value data set at `path`, split by the `test_every` it was built with."""
+    """(train, test) of the value data set at `path`: a directory's parts as memory maps (nothing read until a batch
+    gathers its rows), a single .npz read whole and split by the `test_every` it was built with."""
+    if os.path.isdir(path):
+        _, train, test, _ = _read_directory(path)
+        return train, test
     meta, positions, _ = _read(path)
     return split(positions, int(meta["test_every"]))
+
+
+# A value data directory: two column stores (az_jax/runtime/columns.py), DIR/train and DIR/test, appended to at every
+# save. Each commit's metadata holds the settings, the games played so far ("games_done") and the state before it
+# ("previous": [games, rows]). A save appends to test first, then to train: a build killed between the two leaves
+# test one commit ahead, which readers ignore and the next build takes back (columns.truncate).
+_PARTS = ("train", "test")
+_PROGRESS = ("games_done", "previous")
+
+
+def _schema(size: int, u_max: int) -> dict[str, tuple[Any, tuple[int, ...]]]:
+    points = size * size
+    return {
+        "board": (np.int8, (points,)),
+        "turns_since": (np.int8, (points,)),
+        "ko": (np.int32, ()),
+        "black_to_move": (np.bool_, ()),
+        "outcome": (np.int8, ()),
+        "u": (np.int32, ()),
+        "game": (np.int32, ()),
+        "moves": (np.int16, (u_max,)),
+        "attempts": (np.int32, ()),
+    }
+
+
+def _state(path: str | os.PathLike) -> tuple[dict, int, dict[str, int]]:
+    """(settings, games done, rows of each part) of the directory at `path` as its train part last committed it."""
+    try:
+        (train_meta, train_rows), (test_meta, test_rows) = (columns.meta(os.path.join(path, n)) for n in _PARTS)
+    except columns.ColumnsError as e:
+        raise ValueDataError(f"{path} is not a readable value data set: {e}") from None
+    settings = {k: v for k, v in train_meta.items() if k not in _PROGRESS}
+    ok = isinstance(train_meta.get("games_done"), int) and isinstance(test_meta.get("previous"), list)
+    if not ok or settings != {k: v for k, v in test_meta.items() if k not in _PROGRESS}:
+        raise ValueDataError(f"{path} is not a value data set (its two parts do not belong together)")
+    if settings.get("format") != FORMAT:
+        raise ValueDataError(f"{path} has value data set format {settings.get('format')!r}, expected {FORMAT}")
+    games = train_meta["games_done"]
+    if test_meta["games_done"] != games:  # killed between the two appends of a save: test is one commit ahead
+        if test_meta["previous"][0] != games:
+            raise ValueDataError(f"{path} is damaged: its parts hold {games} and {test_meta['games_done']} games")
+        test_rows = test_meta["previous"][1]
+    return settings, games, {"train": train_rows, "test": test_rows}
+
+
+def _read_directory(path: str | os.PathLike) -> tuple[dict, ValuePositions, ValuePositions, int]:
+    """(settings, train, test, games done) of a value data directory; the parts' arrays are memory maps."""
+    settings, games, rows = _state(path)
+    parts = []
+    for name in _PARTS:
+        try:
+            a, _ = columns.read(os.path.join(path, name))
+        except columns.ColumnsError as e:
+            raise ValueDataError(f"{path} is not a readable value data set: {e}") from None
+        a = {k: v[: rows[name]] for k, v in a.items()}
+        parts.append(
+            ValuePositions(
+                position=Position(
+                    board=a["board"], turns_since=a["turns_since"], ko=a["ko"], black_to_move=a["black_to_move"]
+                ),
+                **{f: a[f] for f in ("outcome", "u", "game", "moves", "attempts")},
+            )
+        )
+    return settings, parts[0], parts[1], games
+
+
+def _open_directory(target: Path, meta: dict, overwrite: bool) -> int:
+    """Games already in the value data directory `target` built with `meta` (a new one is created, an old one with
+    other settings is an error unless `overwrite`); a save cut short between its two appends is taken back."""
+    if target.is_dir() and overwrite:
+        shutil.rmtree(target)
+    elif target.exists() and overwrite:
+        target.unlink()
+    if not target.exists():
+        for name in _PARTS:
+            progress = {"games_done": 0, "previous": [0, 0]}
+            columns.create(target / name, _schema(meta["size"], meta["u_range"][1]), {**meta, **progress})
+        return 0
+    if not target.is_dir():
+        raise ValueDataError(f"{target} exists and is not a value data directory; use another path or pass overwrite")
+    try:
+        old, games, rows = _state(target)
+    except ValueDataError as e:
+        raise ValueDataError(f"{target} exists and is not this value data set ({e}); pass overwrite") from None
+    changed = sorted(k for k in set(meta) | set(old) if meta.get(k) != old.get(k))
+    if changed:
+        raise ValueDataError(
+            f"{target} holds a value data set with other settings ({', '.join(changed)} differ); "
+            "use another path or pass overwrite"
+        )
+    test_meta, test_rows = columns.meta(target / "test")
+    if test_rows != rows["test"]:
+        taken_back = {**meta, "games_done": games, "previous": test_meta["previous"]}
+        columns.truncate(target / "test", rows["test"], taken_back)
+    return games
+
+
+def _append_directory(target: Path, meta: dict, part: ValuePositions, games_done: int) -> None:
+    """Appends the games of a save to the directory: the held-out ones to test, then the rest to train."""
+    held_out = part.game % meta["test_every"] == meta["test_every"] - 1
+    for name, mask in (("test", held_out), ("train", ~held_out)):
+        store = target / name
+        old, rows = columns.meta(store)
+        chosen = part.take(mask)
+        p = chosen.position
+        arrays = {"board": p.board, "turns_since": p.turns_since, "ko": p.ko, "black_to_move": p.black_to_move}
+        arrays |= {f: getattr(chosen, f) for f in ("outcome", "u", "game", "moves", "attempts")}
+        columns.append(store, arrays, {**meta, "games_done": games_done, "previous": [old["games_done"], rows]})
 
 
 def fingerprint(policy: Policy) -> str:
@@ -516,9 +633,11 @@ def build(
     log: Callable[[dict], None] | None = None,
 ) -> dict:
     """Generates games in batches of `batch` until `out_path` holds at least `games_total` games (whole batches:
-    the count is rounded up to a multiple of `batch`), appending to what the file already holds. The file is
-    rewritten (temporary file, rename) at least every `save_every_seconds` and at the end, so an interrupted build
-    resumes from its last save. A file built with other settings or other networks (seed, U range, temperature,
+    the count is rounded up to a multiple of `batch`), appending to what `out_path` already holds: a directory (two
+    column stores, train and test), to which the games since the last save are appended at least every
+    `save_every_seconds` and at the end (nothing written is rewritten; memory holds one save's games), or, for a
+    path ending in .npz, one file rewritten whole (temporary file, rename) at each save. An interrupted build
+    resumes from its last save. A set built with other settings or other networks (seed, U range, temperature,
     test_every, max_attempts, the two fingerprints) gives ValueDataError unless `overwrite`; `batch` may change
     between calls. Returns a report: positions (train/test), games played, redraws, slots given up, positions per
     second of this call, mean U, seconds, path."""
@@ -539,9 +658,12 @@ def build(
         "rl": fingerprint(rl),
     }
     target = Path(out_path)
+    directory = target.suffix != ".npz"
     parts: list[ValuePositions] = []
     games_done = 0
-    if target.exists() and not overwrite:
+    if directory:
+        games_done = _open_directory(target, meta, overwrite)
+    elif target.exists() and not overwrite:
         try:
             old_meta, old, games_done = _read(target)
         except ValueDataError as e:
@@ -569,19 +691,28 @@ def build(
         if log is not None:
             log({"games": games_done, "positions": sum(len(p) for p in parts), "seconds": round(now - start, 1)})
         if now - last_save >= save_every_seconds or games_done >= games_total:
-            _write(target, meta, _concatenate(parts), games_done)
-            parts, last_save = [_concatenate(parts)], now
+            if directory:  # only the games since the last save are written
+                _append_directory(target, meta, _concatenate(parts), games_done)
+                parts = []
+            else:  # the whole set rewritten
+                _write(target, meta, _concatenate(parts), games_done)
+                parts = [_concatenate(parts)]
+            last_save = now
     seconds = time.perf_counter() - start
-    everything = _concatenate(parts)
-    train, test = split(everything, test_every)
+    if directory:
+        _, train, test, _ = _read_directory(target)
+    else:
+        train, test = split(_concatenate(parts) if parts else _read(target)[1], test_every)
+    positions = len(train) + len(test)
+    u_sum = float(np.sum(train.u, dtype=np.int64) + np.sum(test.u, dtype=np.int64))
     return {
-        "positions": len(everything),
+        "positions": positions,
         "train_positions": len(train),
         "test_positions": len(test),
         "games": games_done,
-        "redraws": int((everything.attempts - 1).sum()),
-        "given_up": games_done - len(everything),
-        "mean_u": round(float(everything.u.mean()), 2) if len(everything) else None,
+        "redraws": int(np.sum(train.attempts - 1, dtype=np.int64) + np.sum(test.attempts - 1, dtype=np.int64)),
+        "given_up": games_done - positions,
+        "mean_u": round(u_sum / positions, 2) if positions else None,
         "new_positions": generated,
         "positions_per_second": round(generated / seconds, 2) if generated else None,
         "seconds": round(seconds, 1),

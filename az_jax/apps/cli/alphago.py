@@ -2,18 +2,21 @@
 
     az-jax alphago games   --out DIR --games N [--level 10] [--workers 2]    9×9 GNU Go self-play "expert" games
     az-jax alphago data    --size 19|9 [--source DIR ...] [--out FILE]      expert games -> a position data set
-    az-jax alphago sl      --data FILE --run-dir DIR [--filters K ...]       the SL policy network p_σ
-    az-jax alphago rollout --data FILE --out FILE [--steps N ...]            the rollout policy p_π
-    az-jax alphago tree    --data FILE --out FILE [--steps N ...]            the tree policy p_τ (not searched with)
+    az-jax alphago sl      --data DATA --run-dir DIR [--filters K ...]       the SL policy network p_σ
+    az-jax alphago rollout --data DATA --out FILE [--steps N ...]            the rollout policy p_π
+    az-jax alphago tree    --data DATA --out FILE [--steps N ...]            the tree policy p_τ (not searched with)
     az-jax alphago rl      --sl DIR --run-dir DIR [--games N ...]            the RL policy network p_ρ
-    az-jax alphago value-data --sl DIR --rl DIR --out FILE --games N         one position per self-play game
-    az-jax alphago value   --data FILE --run-dir DIR [--filters K ...]       the value network v_θ
+    az-jax alphago value-data --sl DIR --rl DIR --out DATA --games N         one position per self-play game
+    az-jax alphago value   --data DATA --run-dir DIR [--filters K ...]       the value network v_θ
     az-jax alphago pipeline --preset NAME --dir DIR [--until STAGE] [--data FILE] [--set STAGE.KEY=VALUE ...]
                                                                                    every stage above (resumable)
 
-An agent directory (az_jax/alphago/agent.py: DIR/sl, DIR/rollout.npz, DIR/rl, DIR/value_data.npz, DIR/value) is what
+An agent directory (az_jax/alphago/agent.py: DIR/sl, DIR/rollout.npz, DIR/rl, DIR/value_data, DIR/value) is what
 the `alphago:DIR` player searches with; `pipeline` runs every stage into one from a preset (az_jax/alphago/presets.py:
 9x9-cpu, 9x9, 19x19, 19x19-smoke), and `alphago:DIR` then searches as the preset says.
+
+A data set (DATA) is a directory that `data` and `value-data` write a part at a time and the training stages read
+as memory maps (never whole), or, where the path ends in .npz, one file written and read whole (small sets).
 
 Each stage is a module of az_jax/alphago/; this file only parses and reports.
 """
@@ -38,7 +41,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     games.add_argument("--workers", type=bounded_int(1, 256), default=1, help="GNU Go processes in parallel")
     games.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=0)
 
-    data = stages.add_parser("data", help="expert games (SGF/MGT) -> a data set of positions and moves (.npz)")
+    data = stages.add_parser("data", help="expert games (SGF/MGT) -> a data set of positions and moves")
     data.add_argument("--size", type=int, choices=(9, 19), required=True)
     data.add_argument(
         "--source",
@@ -49,11 +52,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="a directory of SGF/MGT games, repeatable (default for 19: Debian's goban-original-games and "
         "kombilo's professional games; for 9: the GNU Go games of `az-jax alphago games`)",
     )
-    data.add_argument("--out", type=path, default=None, metavar="FILE", help="default: $AZ_JAX_DATA/go{size}.npz")
+    data.add_argument(
+        "--out", type=path, default=None, metavar="DATA", help="default: $AZ_JAX_DATA/alphago/go_NxN_positions"
+    )
     data.add_argument("--overwrite", action="store_true", help="replace an existing data set")
 
     sl = stages.add_parser("sl", help="train the SL policy network p_sigma on a data set (resumes in its run dir)")
-    sl.add_argument("--data", type=path, required=True, metavar="FILE", help="a data set of `az-jax alphago data`")
+    sl.add_argument("--data", type=path, required=True, metavar="DATA", help="a data set of `az-jax alphago data`")
     sl.add_argument("--run-dir", type=path, required=True)
     sl.add_argument("--filters", type=bounded_int(1, 1024), default=None, help="k (paper: 192)")
     sl.add_argument("--layers", type=bounded_int(2, 64), default=None, help="layers (paper: 13)")
@@ -73,7 +78,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     ):
         pattern = stages.add_parser(name, help=help_text)
         pattern.add_argument(
-            "--data", type=path, required=True, metavar="FILE", help="a data set of `az-jax alphago data`"
+            "--data", type=path, required=True, metavar="DATA", help="a data set of `az-jax alphago data`"
         )
         pattern.add_argument("--out", type=path, required=True, metavar="FILE", help="the policy (.npz)")
         pattern.add_argument("--steps", type=positive_int, default=6000)
@@ -81,6 +86,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         pattern.add_argument("--learning-rate", type=positive_float, default=2.0)
         pattern.add_argument("--min-count", type=bounded_int(1, 10**9), default=2, help="a pattern's least occurrences")
         pattern.add_argument("--max-train", type=bounded_int(0, 10**9), default=0, help="subsample (0: all positions)")
+        pattern.add_argument(
+            "--buffer", type=bounded_int(1, 10**9), default=65_536, help="positions encoded at once (bounds memory)"
+        )
         pattern.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=0)
 
     rl = stages.add_parser("rl", help="train the RL policy network p_rho by REINFORCE against a pool (resumes)")
@@ -98,14 +106,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     vdata = stages.add_parser("value-data", help="one position per self-play game (p_sigma, a random move, p_rho)")
     vdata.add_argument("--sl", type=path, required=True, metavar="DIR[@STEP]", help="p_sigma's run")
     vdata.add_argument("--rl", type=path, required=True, metavar="DIR[@STEP]", help="p_rho's run (or an SL run)")
-    vdata.add_argument("--out", type=path, required=True, metavar="FILE")
+    vdata.add_argument("--out", type=path, required=True, metavar="DATA", help="a directory (appended to) or FILE.npz")
     vdata.add_argument("--games", type=positive_int, required=True, help="games (= positions) the file should hold")
     vdata.add_argument("--batch", type=bounded_int(1, 65536), default=256, help="games played at once")
     vdata.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=0)
     vdata.add_argument("--overwrite", action="store_true", help="replace a file built with other settings")
 
     value = stages.add_parser("value", help="train the value network v_theta on `value-data` positions (resumes)")
-    value.add_argument("--data", type=path, required=True, metavar="FILE", help="a file of `az-jax alphago value-data`")
+    value.add_argument(
+        "--data", type=path, required=True, metavar="DATA", help="a data set of `az-jax alphago value-data`"
+    )
     value.add_argument("--run-dir", type=path, required=True)
     value.add_argument("--filters", type=bounded_int(1, 1024), default=None, help="k (paper: 192)")
     value.add_argument("--layers", type=bounded_int(2, 64), default=None, help="convolutional layers (paper: 13)")
@@ -231,6 +241,7 @@ def run(args) -> int:
                 min_count=args.min_count,
                 max_train=args.max_train,
                 seed=args.seed,
+                buffer=args.buffer,
             )
             # p_τ is p_π's training and timing on more features (tree_policy.TREE)
             family, save = (
