@@ -296,7 +296,10 @@ def trained(tmp_path_factory):
     run_dir = str(tmp_path_factory.mktemp("value"))
     train, test = _counting(2000, 0), _counting(300, 1)
 
+    first: list[dict] = []
+
     def stop_at_200(metrics):
+        first.append(metrics)
         if metrics["step"] == 200:
             raise _Interrupt
 
@@ -304,23 +307,27 @@ def trained(tmp_path_factory):
         value_training.train(CONFIG, train, test, run_dir, log=stop_at_200)
     lines: list[dict] = []
     last = value_training.train(CONFIG, train, test, run_dir, log=lines.append)
-    return run_dir, test, lines, last
+    return run_dir, test, first + lines, last
 
 
 def test_mse_training_learns_a_visible_target(trained):
     # Labels are balanced ±1, so predicting 0 gives MSE 1 (and the best constant about 1 too). The count is a sum
     # over the board the dense layer can form; 0.3 leaves room for the 300 small SGD steps.
-    _, _, lines, last = trained
+    _, _, _, last = trained
     assert last["step"] == 300 and last["test_mse"] < 0.3, last
     assert last["train_mse"] < 0.5
 
 
 def test_resume_continues_from_the_last_checkpoint(trained):
-    run_dir, test, lines, last = trained
-    # The resumed call started at checkpoint 100: its first line (step 200) averages 100 steps, not 200.
+    run_dir, test, all_lines, last = trained
+    # The interrupted call logged 100 and 200; the resumed one started at checkpoint 100, so its first line (step 200)
+    # averages 100 steps, not 200, and took the same 100 steps (step t's minibatch and key come from t): the same
+    # held-out MSE at 200, to the bit.
+    first, lines = all_lines[:2], all_lines[2:]
     assert [(m["step"], m["averaged_steps"]) for m in lines] == [(200, 100), (300, 100)]
+    assert lines[0]["test_mse"] == first[1]["test_mse"] and first[1]["step"] == 200
     written = [json.loads(line)["step"] for line in open(f"{run_dir}/metrics.jsonl")]
-    assert written == [100, 200, 200, 300]  # the interrupted call wrote its line 200, then its log stopped it
+    assert written == [100, 200, 300]  # the interrupted call's line 200 was dropped on resume and written again
     config, params, step = value_training.restore_params(run_dir)
     assert config == CONFIG and step == 300
     assert value_training.evaluate(config, params, test) == pytest.approx(last["test_mse"], rel=1e-5)

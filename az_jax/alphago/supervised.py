@@ -19,8 +19,6 @@ positions is ~2 bytes per point, its 48 planes would be 48.
 import dataclasses
 import functools
 import math
-import os
-import time
 from collections.abc import Callable
 from typing import cast
 
@@ -32,13 +30,12 @@ import orbax.checkpoint as ocp
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from az_jax.alphago import checkpoints
+from az_jax.alphago import checkpoints, stage_loop
 from az_jax.alphago import features as features_lib
 from az_jax.alphago.dataset import Positions
 from az_jax.alphago.networks import PolicyNetwork
 from az_jax.alphago.position import Position
 from az_jax.core import devices
-from az_jax.runtime import files
 from envs import symmetries
 
 PAPER_HALVING_FRACTION = 80 / 340  # α halved every 80 M of 340 M steps
@@ -264,54 +261,44 @@ def train(
     mesh: Mesh | None = None,
     log: Callable[[dict], None] = print,
 ) -> dict:
-    """Trains (or resumes) p_σ in `run_dir` for config.steps steps; returns the last metrics. Each eval_every steps a
-    line of metrics.jsonl: step, learning rate, train loss/accuracy (running mean since the last line), held-out
-    loss/accuracy, positions per second."""
+    """Trains (or resumes) p_σ in `run_dir` for config.steps steps through the stages' loop (stage_loop.py: resume
+    from the newest intact checkpoint, divergence stop, reproducible minibatches); returns the last metrics. Each
+    eval_every steps a line of metrics.jsonl: step, learning rate, train loss/accuracy (running mean since the last
+    line), held-out loss/accuracy, positions per second."""
     mesh = mesh or devices.make_mesh()
     if config.batch_size % mesh.size:
         raise SLError(f"batch size {config.batch_size} is not a multiple of the {mesh.size} devices")
     if len(train_data.action) == 0 or len(test_data.action) == 0:
         raise SLError("the training and held-out sets must both hold positions")
     _write_config(run_dir, config, data_path)
-    manager = _manager(run_dir)
-    state = init_state(config)
-    if manager.latest_step() is not None:
-        state = _restore_state(manager, run_dir, config, manager.latest_step())
-    replicated = devices.shardings(mesh, P())
-    state = jax.device_put(state, replicated)
-    train_step = make_train_step(config, mesh)
     schedule = optimizer_schedule(config)
-    rng = np.random.default_rng([config.seed, int(state.step)])
-    key = jax.random.key(config.seed)
-    metrics_path = os.path.join(run_dir, "metrics.jsonl")
-    last, tick = {}, time.perf_counter()
     batch_sharding = devices.shardings(mesh, P(devices.DEVICE_AXIS))
-    step = int(state.step)  # kept on the host: reading state.step or the metrics each step would wait for the device
-    pending: list[dict] = []  # the device's metrics since the last line, read back together
-    while step < config.steps:
-        position, action = _take(train_data, rng.integers(0, len(train_data.action), config.batch_size))
-        position, action = jax.device_put((position, action), batch_sharding)
-        state, metrics = train_step(state, key, position, action)
-        pending.append(metrics)
-        devices.pace(pending)
-        step += 1
-        if step % config.eval_every == 0 or step == config.steps:
-            sums = np.sum([[float(m["loss"]), float(m["accuracy"])] for m in jax.device_get(pending)], axis=0)
-            count = len(pending)
-            seconds = time.perf_counter() - tick
-            last = {
-                "step": step,
-                "learning_rate": float(schedule(step - 1)),
-                "train_loss": float(sums[0] / count),
-                "train_accuracy": float(sums[1] / count),
-                # the last line also scores the 8-symmetry ensemble (Extended Data Table 3's second column)
-                **evaluate(config, mesh, state.params, test_data, ensemble=step == config.steps),
-                "positions_per_second": count * config.batch_size / seconds,
-            }
-            files.append_jsonl(metrics_path, last)
-            log(last)
-            pending, tick = [], time.perf_counter()
-        if step % config.checkpoint_every == 0 or step == config.steps:
-            manager.save(step, args=ocp.args.StandardSave(state))
-    manager.wait_until_finished()
-    return last
+
+    def line(params, step: int, pending: list[dict], seconds: float) -> dict:
+        sums = np.sum([[float(m["loss"]), float(m["accuracy"])] for m in pending], axis=0)
+        return {
+            "step": step,
+            "learning_rate": float(schedule(step - 1)),
+            "train_loss": float(sums[0] / len(pending)),
+            "train_accuracy": float(sums[1] / len(pending)),
+            # the last line also scores the 8-symmetry ensemble (Extended Data Table 3's second column)
+            **evaluate(config, mesh, params, test_data, ensemble=step == config.steps),
+            "positions_per_second": len(pending) * config.batch_size / seconds,
+        }
+
+    stage = stage_loop.Stage(
+        what="an SL policy run",
+        error=SLError,
+        steps=config.steps,
+        eval_every=config.eval_every,
+        checkpoint_every=config.checkpoint_every,
+        seed=config.seed,
+        rows=len(train_data.action),
+        batch_size=config.batch_size,
+        init_state=lambda: init_state(config),
+        place=lambda state: jax.device_put(state, devices.shardings(mesh, P())),
+        train_step=make_train_step(config, mesh),
+        batch=lambda rows: jax.device_put(_take(train_data, rows), batch_sharding),
+        line=line,
+    )
+    return stage_loop.train(stage, run_dir, log)

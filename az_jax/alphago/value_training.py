@@ -36,8 +36,6 @@ import dataclasses
 import functools
 import itertools
 import math
-import os
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
@@ -51,13 +49,12 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 from jax.tree_util import Partial
 
-from az_jax.alphago import checkpoints, value_data
+from az_jax.alphago import checkpoints, stage_loop, value_data
 from az_jax.alphago import features as features_lib
 from az_jax.alphago.networks import PolicyNetwork, ValueNetwork
 from az_jax.alphago.policy_player import policy_actions
 from az_jax.alphago.position import Position
 from az_jax.core import devices
-from az_jax.runtime import files
 from envs import symmetries
 
 PAPER_HALVING_FRACTION = 80 / 340  # as the SL network: α halved every 80 M of 340 M steps
@@ -283,9 +280,10 @@ def train(
     mesh: Mesh | None = None,
     log: Callable[[dict], None] = print,
 ) -> dict:
-    """Trains (or resumes) v_θ in `run_dir` for config.steps steps; returns the last metrics. Each eval_every steps
-    (and at the end) a line of metrics.jsonl: step, learning rate, train MSE (mean over the steps since the last
-    line, on augmented positions, and how many steps that is), held-out MSE, positions per second."""
+    """Trains (or resumes) v_θ in `run_dir` for config.steps steps through the stages' loop (stage_loop.py: resume
+    from the newest intact checkpoint, divergence stop, reproducible minibatches); returns the last metrics. Each
+    eval_every steps (and at the end) a line of metrics.jsonl: step, learning rate, train MSE (mean over the steps
+    since the last line, on augmented positions, and how many steps that is), held-out MSE, positions per second."""
     mesh = mesh or devices.make_mesh()
     if config.batch_size % mesh.size:
         raise ValueRunError(f"batch size {config.batch_size} is not a multiple of the {mesh.size} devices")
@@ -295,49 +293,42 @@ def train(
         if data.position.board.shape[-1] != config.size**2:
             raise ValueRunError(f"the {name} positions are not {config.size}x{config.size}")
     _write_config(run_dir, config, data_path)
-    manager = _manager(run_dir)
-    state = init_state(config)
-    if manager.latest_step() is not None:
-        state = _restore_state(manager, run_dir, config, manager.latest_step())
-    state = jax.device_put(state, devices.shardings(mesh, P()))
-    train_step = make_train_step(config, mesh)
     schedule = optimizer_schedule(config)
-    step = int(state.step)  # read once: afterwards counted on the host, so no step waits for the device
-    rng = np.random.default_rng([config.seed, step])
-    key = jax.random.key(config.seed)
-    metrics_path = os.path.join(run_dir, "metrics.jsonl")
     batch_sharding = devices.shardings(mesh, P(devices.DEVICE_AXIS))
-    outcome = np.asarray(train_data.outcome, np.float32)
-    last: dict = {}
-    pending: list[jax.Array] = []  # the device's MSEs since the last line, read back together
-    tick = time.perf_counter()
-    try:
-        while step < config.steps:
-            index = rng.integers(0, len(outcome), config.batch_size)
-            position, z = jax.device_put((_take(train_data.position, index), outcome[index]), batch_sharding)
-            state, mse = train_step(state, key, position, z)
-            pending.append(mse)
-            devices.pace(pending)
-            step += 1
-            if step % config.eval_every == 0 or step == config.steps:
-                seconds = time.perf_counter() - tick
-                last = {
-                    "step": step,
-                    "learning_rate": float(schedule(step - 1)),
-                    "train_mse": float(np.mean(jax.device_get(pending))),
-                    "averaged_steps": len(pending),  # train_mse's steps: fewer after a resume
-                    "test_mse": evaluate(config, state.params, test_data, mesh),
-                    "test_positions": len(test_data.outcome),
-                    "positions_per_second": len(pending) * config.batch_size / seconds,
-                }
-                files.append_jsonl(metrics_path, last)
-                log(last)
-                pending, tick = [], time.perf_counter()
-            if step % config.checkpoint_every == 0 or step == config.steps:
-                manager.save(step, args=ocp.args.StandardSave(state))
-    finally:  # an interrupted run keeps the checkpoints it started writing
-        manager.wait_until_finished()
-    return last
+    outcome = np.asarray(train_data.outcome, np.float32)  # 4 bytes a position: the boards stay where they are
+    mse_step = make_train_step(config, mesh)
+
+    def train_step(state: ValueState, key: jax.Array, position: Position, z: jax.Array) -> tuple[ValueState, dict]:
+        state, mse = mse_step(state, key, position, z)
+        return state, {"loss": mse}
+
+    def line(params, step: int, pending: list[dict], seconds: float) -> dict:
+        return {
+            "step": step,
+            "learning_rate": float(schedule(step - 1)),
+            "train_mse": float(np.mean([float(m["loss"]) for m in pending])),
+            "averaged_steps": len(pending),  # train_mse's steps: fewer after a resume
+            "test_mse": evaluate(config, params, test_data, mesh),
+            "test_positions": len(test_data.outcome),
+            "positions_per_second": len(pending) * config.batch_size / seconds,
+        }
+
+    stage = stage_loop.Stage(
+        what="a value-network run",
+        error=ValueRunError,
+        steps=config.steps,
+        eval_every=config.eval_every,
+        checkpoint_every=config.checkpoint_every,
+        seed=config.seed,
+        rows=len(outcome),
+        batch_size=config.batch_size,
+        init_state=lambda: init_state(config),
+        place=lambda state: jax.device_put(state, devices.shardings(mesh, P())),
+        train_step=train_step,
+        batch=lambda rows: jax.device_put((_take(train_data.position, rows), outcome[rows]), batch_sharding),
+        line=line,
+    )
+    return stage_loop.train(stage, run_dir, log)
 
 
 # -- Fig. 2b: evaluators' MSE by move number --------------------------------------------------------------------------

@@ -14,36 +14,37 @@ from tqdm import tqdm
 from az_jax.runtime.files import read_jsonl, replaced_whole
 
 
-def _iteration(line: str) -> int | None:
-    """The iteration of a `metrics.jsonl` line, or None if the line is not a record with an integer iteration."""
+def _iteration(line: str, key: str = "iteration") -> int | None:
+    """The iteration (`key`) of a `metrics.jsonl` line, or None if the line is not a record with an integer one."""
     try:
         record = json.loads(line)
     except ValueError:
         return None
-    iteration = record.get("iteration") if isinstance(record, dict) else None
+    iteration = record.get(key) if isinstance(record, dict) else None
     return iteration if type(iteration) is int else None
 
 
-def kept_lines(text: str, last: int) -> list[str]:
+def kept_lines(text: str, last: int, key: str = "iteration") -> list[str]:
     """The lines (newline included) of the `metrics.jsonl` text `text` a run resumed at iteration `last` keeps: the
     last record of each iteration up to `last`, in iteration order. Dropped: records of later iterations (the resumed
-    run logs them again), a last line without its newline (a write cut short by a kill) and lines that are no record."""
+    run logs them again), a last line without its newline (a write cut short by a kill) and lines that are no record.
+    `key`: the field that numbers the records ("step" for the AlphaGo stages)."""
     lines: dict[int, str] = {}
     for line in text.split("\n")[:-1]:  # the piece after the last newline is empty or a cut-short write
-        iteration = _iteration(line)
+        iteration = _iteration(line, key)
         if iteration is not None and iteration <= last:
             lines[iteration] = line + "\n"
     return [lines[i] for i in sorted(lines)]
 
 
-def truncate_metrics(path: str, last: int) -> None:
+def truncate_metrics(path: str, last: int, key: str = "iteration") -> None:
     """Rewrites the `metrics.jsonl` file `path` to `kept_lines(…, last)`; the file is replaced whole (a temporary file
     beside it, renamed over it) and only if a line goes. A missing file stays missing."""
     if not os.path.exists(path):
         return
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         text = f.read()
-    kept = "".join(kept_lines(text, last))
+    kept = "".join(kept_lines(text, last, key))
     if kept == text:
         return
     with replaced_whole(path) as f:

@@ -1,0 +1,131 @@
+"""The one host loop of AlphaGo's network-training stages (p_σ: supervised.py, v_θ: value_training.py): sample a
+minibatch, take a jitted step, log a line of metrics every `eval_every` steps, save a checkpoint every
+`checkpoint_every`, and resume where the run directory stands, with the AlphaZero runtime's safeguards:
+
+* resume: from the newest checkpoint that reads back whole and finite; a damaged one is moved to
+  RUN_DIR/checkpoints_damaged/<step> (nothing is deleted) and the one before it is tried. metrics.jsonl then loses
+  the lines after the step resumed from (the resumed run writes them again), so each step has one line.
+* divergence: a NaN or infinite loss, or weights, stop the run with the stage's one-line error before anything of
+  that stretch is written (no line, no checkpoint), so the newest checkpoint is the last good state.
+* reproducible: step t's minibatch is drawn by np.random.default_rng([seed, t]) and its key folds t into
+  key(seed), so a resumed run takes the same steps as one never stopped (on the same devices).
+
+    last = stage_loop.train(stage, run_dir, log=print)   # stage: a Stage, built by supervised / value_training
+
+The minibatch is gathered on the host from the stage's arrays, which may be memory maps (a data set directory,
+dataset.load_split): memory holds a minibatch, never the data set. `devices.pace` keeps the host at most a few steps
+ahead of the devices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+
+from az_jax.alphago import checkpoints
+from az_jax.core import devices
+from az_jax.runtime import checkpoint as runtime_checkpoint
+from az_jax.runtime import files
+from az_jax.runtime.metrics import truncate_metrics
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """What a stage gives the loop. The train state is a struct with `params` and `step` (SLState, ValueState)."""
+
+    what: str  # names the run in errors: "an SL policy run"
+    error: type[Exception]  # the stage's one-line error
+    steps: int
+    eval_every: int
+    checkpoint_every: int
+    seed: int
+    rows: int  # training rows to draw minibatches from
+    batch_size: int
+    init_state: Callable[[], Any]  # a new train state (host or device arrays)
+    place: Callable[[Any], Any]  # a train state -> on the mesh (replicated)
+    train_step: Callable[..., tuple[Any, dict]]  # (state, key, *batch) -> (state, {"loss": scalar, ...})
+    batch: Callable[[np.ndarray], tuple]  # minibatch rows [B] -> the step's batch arguments (on the mesh)
+    line: Callable[[Any, int, list[dict], float], dict]  # (params, step, the steps' metrics, seconds) -> the line
+
+
+def _restore_intact(stage: Stage, run_dir: str, manager: ocp.CheckpointManager, log: Callable[[dict], None]) -> Any:
+    """The newest checkpoint that reads back whole with finite weights (damaged ones moved aside), or a new state."""
+    like = stage.init_state()
+    for step in sorted(manager.all_steps(), reverse=True):
+        try:
+            state = checkpoints.restore_state(manager, run_dir, step, like, stage.error)
+            bad = runtime_checkpoint.nonfinite_leaves(state.params)
+            if bad:
+                raise stage.error(f"{run_dir}: checkpoint {step} holds NaN or infinite weights ({bad[0]})")
+            return state
+        except stage.error as e:
+            moved = runtime_checkpoint.move_aside(manager, step)
+            print(f"az-jax: {e}; moved to {moved}, trying the one before", file=sys.stderr)
+            log({"damaged_checkpoint": step, "moved_to": moved})
+    return like
+
+
+def _check_finite(stage: Stage, step: int, pending: list[dict], state: Any, last_saved: int | None) -> None:
+    """Raises the stage's error when a step's loss since the last check, or the weights now, are not finite."""
+    losses = [float(m["loss"]) for m in jax.device_get(pending)]
+    bad_loss = next((i for i, v in enumerate(losses) if not math.isfinite(v)), None)
+    bad_weights = runtime_checkpoint.nonfinite_leaves(jax.device_get(state.params))
+    if bad_loss is None and not bad_weights:
+        return
+    where = (
+        f"the loss is {losses[bad_loss]:g} at step {step - len(losses) + bad_loss + 1}"
+        if bad_loss is not None
+        else f"the weights ({bad_weights[0]}) are not finite at step {step}"
+    )
+    kept = (
+        f"the newest checkpoint (step {last_saved}) is intact: lower the learning rate and run again to resume from it"
+        if last_saved
+        else "no checkpoint was written: lower the learning rate and start again"
+    )
+    raise stage.error(f"training diverged: {where}; nothing after step {last_saved or 0} was saved and {kept}")
+
+
+def train(stage: Stage, run_dir: str, log: Callable[[dict], None] = print) -> dict:
+    """Trains (or resumes) the stage in `run_dir` to stage.steps steps; returns the last metrics line."""
+    manager = checkpoints.manager(run_dir)
+    state = _restore_intact(stage, run_dir, manager, log)
+    step = int(state.step)  # kept on the host: reading state.step each step would wait for the device
+    metrics_path = os.path.join(run_dir, "metrics.jsonl")
+    truncate_metrics(metrics_path, step, key="step")
+    state = stage.place(state)
+    key = jax.random.key(stage.seed)
+    last: dict = {}
+    last_saved = manager.latest_step()
+    pending: list[dict] = []  # the device's metrics since the last line, read back together
+    tick = time.perf_counter()
+    try:
+        while step < stage.steps:
+            rows = np.random.default_rng([stage.seed, step]).integers(0, stage.rows, stage.batch_size)
+            state, metrics = stage.train_step(state, key, *stage.batch(rows))
+            pending.append(metrics)
+            devices.pace(pending)
+            step += 1
+            line_due = step % stage.eval_every == 0 or step == stage.steps
+            save_due = step % stage.checkpoint_every == 0 or step == stage.steps
+            if line_due or save_due:
+                _check_finite(stage, step, pending, state, last_saved)
+            if line_due:
+                last = stage.line(state.params, step, jax.device_get(pending), time.perf_counter() - tick)
+                files.append_jsonl(metrics_path, last)
+                log(last)
+                pending, tick = [], time.perf_counter()
+            if save_due:
+                manager.save(step, args=ocp.args.StandardSave(state))
+                last_saved = step
+    finally:  # an interrupted run keeps the checkpoints it started writing
+        manager.wait_until_finished()
+    return last
