@@ -190,17 +190,26 @@ def test_pool_grows_every_pool_every_iterations(full_run, sl_run):
 
 
 def test_resuming_continues_the_same_run(full_run, sl_run, tmp_path):
-    # Stopped after 3 iterations (checkpoint 3), then asked for 5: the same games, updates and pool as the run that
-    # never stopped (each iteration's key and opponent come from the seed and the iteration number).
+    # Stopped after 3 iterations (checkpoints 2 and 3), checkpoint 3 then damaged, then asked for 5: checkpoint 3 is
+    # moved aside and the run goes on from 2, with the same games, updates and pool as the run that never stopped
+    # (each iteration's key and opponent come from the seed and the iteration number).
     run_dir, lines = full_run
     resumed = str(tmp_path / "rl")
     first: list[dict] = []
     reinforce.train(dataclasses.replace(RL_CONFIG, iterations=3), sl_run, resumed, log=first.append)
+    for root, _, names in os.walk(os.path.join(resumed, "checkpoints", "3")):
+        for name in names:
+            open(os.path.join(root, name), "wb").close()  # every file of checkpoint 3 emptied
     second: list[dict] = []
     reinforce.train(RL_CONFIG, sl_run, resumed, log=second.append)
-    assert [line["iteration"] for line in first + second] == [1, 2, 3, 4, 5]
+    assert second[0] == {"damaged_checkpoint": 3, "moved_to": os.path.join(resumed, "checkpoints_damaged", "3")}
+    second = second[1:]
+    assert [line["iteration"] for line in first + second] == [1, 2, 3, 3, 4, 5]
     keys = ("opponent", "pool_size", "win_rate", "mean_length", "learner_moves", "loss")
-    assert [[line[k] for k in keys] for line in first + second] == [[line[k] for k in keys] for line in lines]
+    assert [[line[k] for k in keys] for line in first[:2] + second] == [[line[k] for k in keys] for line in lines]
+    assert [[line[k] for k in keys] for line in first[2:]] == [[line[k] for k in keys] for line in second[:1]]
+    with open(os.path.join(resumed, "metrics.jsonl")) as f:
+        assert [json.loads(line)["iteration"] for line in f] == [1, 2, 3, 4, 5]  # line 3 dropped, then written again
     assert _same(reinforce.restore_params(resumed)[1], reinforce.restore_params(run_dir)[1])
     assert _same(reinforce.restore_pool(resumed), reinforce.restore_pool(run_dir))
 
@@ -234,3 +243,21 @@ def test_a_run_written_on_the_mesh_restores_onto_one_device(full_run):
     _, params, _ = reinforce.restore_params(run_dir)
     for leaf in jax.tree.leaves((params, reinforce.restore_pool(run_dir))):
         assert leaf.sharding.device_set == {jax.devices()[0]}
+
+
+def test_a_diverging_run_stops_before_it_logs_or_saves(sl_run, tmp_path):
+    # α = 1e38 sends the weights past float32's range in the first update (|Δ| = α·|grad|, 1e38 · O(0.1)+ overflows
+    # or nearly so), so the second iteration's loss is not finite: the run stops there with one line
+    run_dir = str(tmp_path / "rl")
+    config = dataclasses.replace(RL_CONFIG, learning_rate=1e38, checkpoint_every=1)
+    lines: list[dict] = []
+    with pytest.raises(reinforce.RLError) as e:
+        reinforce.train(config, sl_run, run_dir, log=lines.append)
+    message = str(e.value)
+    assert "\n" not in message and message.startswith("training diverged: the loss is nan at iteration 2; ")
+    assert "the newest checkpoint (iteration 1) is intact: lower the learning rate" in message
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        logged = [json.loads(line) for line in f]
+    assert logged == lines and all(np.isfinite(line["loss"]) for line in logged)  # nothing non-finite written
+    saved = ocp.CheckpointManager(os.path.join(run_dir, "checkpoints")).all_steps()
+    assert list(saved) == [line["iteration"] for line in logged]  # a checkpoint for each logged iteration only

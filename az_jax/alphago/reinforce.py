@@ -69,11 +69,12 @@ from flax import struct
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from az_jax.alphago import checkpoints, supervised
+from az_jax.alphago import checkpoints, stage_loop, supervised
 from az_jax.alphago.policy_player import sensible_moves
 from az_jax.alphago.supervised import SLConfig
 from az_jax.core import devices
 from az_jax.runtime import files
+from az_jax.runtime.metrics import truncate_metrics
 
 KOMI = 7.5  # pgx's (pgx.make("go_9x9") and "go_19x19")
 STAGE = "rl_policy"  # config.json's "stage": marks an RL run directory
@@ -500,12 +501,18 @@ def train(
     replicated = devices.shardings(mesh, P())
     sigma = jax.device_put(sigma, replicated)
     manager = _manager(run_dir)
-    if manager.latest_step() is None:
+    restored = stage_loop.restore_intact(  # the newest intact checkpoint; damaged ones moved aside
+        manager,
+        lambda at: _restore(manager, run_dir, config, sl_config, at),
+        lambda r: r["state"].params,
+        RLError,
+        log,
+    )
+    if restored is None:
         params = jax.tree.map(jnp.copy, sigma)  # a copy: the update donates the state, σ stays for the pool and eval
         state = RLState(params=params, opt_state=optimizer(config).init(params), iteration=jnp.int32(0))
         pool = jax.tree.map(lambda x: x[None], sigma)
     else:
-        restored = _restore(manager, run_dir, config, sl_config, manager.latest_step())
         state, pool = restored["state"], restored["pool"]
     state, pool = jax.device_put((state, pool), replicated)
     iteration = int(state.iteration)
@@ -513,6 +520,8 @@ def train(
     step = _update_program(network, config.learning_rate, mesh)
     key = jax.random.key(config.seed)
     metrics_path = os.path.join(run_dir, "metrics.jsonl")
+    truncate_metrics(metrics_path, iteration)  # lines after the checkpoint resumed from are written again
+    last_saved = manager.latest_step()
     last: dict = {}
     while iteration < config.iterations:
         tick = time.perf_counter()
@@ -524,6 +533,11 @@ def train(
         metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
         seconds = time.perf_counter() - tick
         iteration += 1
+        save_due = iteration % config.checkpoint_every == 0 or iteration == config.iterations
+        # a non-finite loss (or, before a save, weights) stops the run before this iteration is logged or saved
+        stage_loop.check_finite(
+            RLError, "iteration", iteration, [metrics["loss"]], state.params if save_due else {}, last_saved
+        )
         if iteration % config.pool_every == 0:
             pool = jax.tree.map(lambda p, x: jnp.concatenate([p, x[None]]), pool, state.params)
         last = {
@@ -539,7 +553,8 @@ def train(
             )
         files.append_jsonl(metrics_path, last)
         log(last)
-        if iteration % config.checkpoint_every == 0 or iteration == config.iterations:
+        if save_due:
             manager.save(iteration, args=ocp.args.StandardSave({"state": state, "pool": pool}))
+            last_saved = iteration
     manager.wait_until_finished()
     return last

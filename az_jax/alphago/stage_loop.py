@@ -57,47 +57,59 @@ class Stage:
     line: Callable[[Any, int, list[dict], float], dict]  # (params, step, the steps' metrics, seconds) -> the line
 
 
-def _restore_intact(stage: Stage, run_dir: str, manager: ocp.CheckpointManager, log: Callable[[dict], None]) -> Any:
-    """The newest checkpoint that reads back whole with finite weights (damaged ones moved aside), or a new state."""
-    like = stage.init_state()
+def restore_intact(
+    manager: ocp.CheckpointManager,
+    restore: Callable[[int], Any],
+    params_of: Callable[[Any], Any],
+    error: type[Exception],
+    log: Callable[[dict], None],
+) -> Any | None:
+    """The newest checkpoint that `restore(step)` reads back without `error` and whose weights (`params_of`) are all
+    finite; a damaged one is moved to RUN_DIR/checkpoints_damaged/<step> (said on stderr and to `log`) and the one
+    before it tried. None when no checkpoint is left."""
     for step in sorted(manager.all_steps(), reverse=True):
         try:
-            state = checkpoints.restore_state(manager, run_dir, step, like, stage.error)
-            bad = runtime_checkpoint.nonfinite_leaves(state.params)
+            restored = restore(step)
+            bad = runtime_checkpoint.nonfinite_leaves(jax.device_get(params_of(restored)))
             if bad:
-                raise stage.error(f"{run_dir}: checkpoint {step} holds NaN or infinite weights ({bad[0]})")
-            return state
-        except stage.error as e:
+                raise error(f"checkpoint {step} holds NaN or infinite weights ({bad[0]})")
+            return restored
+        except error as e:
             moved = runtime_checkpoint.move_aside(manager, step)
             print(f"az-jax: {e}; moved to {moved}, trying the one before", file=sys.stderr)
             log({"damaged_checkpoint": step, "moved_to": moved})
-    return like
+    return None
 
 
-def _check_finite(stage: Stage, step: int, pending: list[dict], state: Any, last_saved: int | None) -> None:
-    """Raises the stage's error when a step's loss since the last check, or the weights now, are not finite."""
-    losses = [float(m["loss"]) for m in jax.device_get(pending)]
+def check_finite(
+    error: type[Exception], unit: str, count: int, losses: list[float], params: Any, last_saved: int | None
+) -> None:
+    """Raises `error` (one line) when one of `losses` (the `unit`s up to `count`, the last one `count`) or a leaf of
+    `params` (host or device arrays) is not finite: training diverged, and the caller saves nothing more."""
     bad_loss = next((i for i, v in enumerate(losses) if not math.isfinite(v)), None)
-    bad_weights = runtime_checkpoint.nonfinite_leaves(jax.device_get(state.params))
+    bad_weights = [] if bad_loss is not None else runtime_checkpoint.nonfinite_leaves(jax.device_get(params))
     if bad_loss is None and not bad_weights:
         return
     where = (
-        f"the loss is {losses[bad_loss]:g} at step {step - len(losses) + bad_loss + 1}"
+        f"the loss is {losses[bad_loss]:g} at {unit} {count - len(losses) + bad_loss + 1}"
         if bad_loss is not None
-        else f"the weights ({bad_weights[0]}) are not finite at step {step}"
+        else f"the weights ({bad_weights[0]}) are not finite at {unit} {count}"
     )
     kept = (
-        f"the newest checkpoint (step {last_saved}) is intact: lower the learning rate and run again to resume from it"
+        f"the newest checkpoint ({unit} {last_saved}) is intact: lower the learning rate and run again to resume "
+        "from it"
         if last_saved
         else "no checkpoint was written: lower the learning rate and start again"
     )
-    raise stage.error(f"training diverged: {where}; nothing after step {last_saved or 0} was saved and {kept}")
+    raise error(f"training diverged: {where}; nothing after {unit} {last_saved or 0} was saved and {kept}")
 
 
 def train(stage: Stage, run_dir: str, log: Callable[[dict], None] = print) -> dict:
     """Trains (or resumes) the stage in `run_dir` to stage.steps steps; returns the last metrics line."""
     manager = checkpoints.manager(run_dir)
-    state = _restore_intact(stage, run_dir, manager, log)
+    like = stage.init_state()
+    restore = lambda step: checkpoints.restore_state(manager, run_dir, step, like, stage.error)  # noqa: E731
+    state = restore_intact(manager, restore, lambda s: s.params, stage.error, log) or like
     step = int(state.step)  # kept on the host: reading state.step each step would wait for the device
     metrics_path = os.path.join(run_dir, "metrics.jsonl")
     truncate_metrics(metrics_path, step, key="step")
@@ -117,7 +129,8 @@ def train(stage: Stage, run_dir: str, log: Callable[[dict], None] = print) -> di
             line_due = step % stage.eval_every == 0 or step == stage.steps
             save_due = step % stage.checkpoint_every == 0 or step == stage.steps
             if line_due or save_due:
-                _check_finite(stage, step, pending, state, last_saved)
+                losses = [float(m["loss"]) for m in jax.device_get(pending)]
+                check_finite(stage.error, "step", step, losses, state.params, last_saved)
             if line_due:
                 last = stage.line(state.params, step, jax.device_get(pending), time.perf_counter() - tick)
                 files.append_jsonl(metrics_path, last)
