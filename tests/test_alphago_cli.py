@@ -170,3 +170,7 @@ def test_alphago_spec_errors(sl_run, tmp_path):
         make_player(f"alphago:{agent}:lam=0.5", "go_9x9")
     with pytest.raises(PlayerSpecError, match="does not exist"):
         make_player(f"alphago:{tmp_path}/none", "go_9x9")
+    with pytest.raises(PlayerSpecError, match="leaves=3 must divide sims=8"):
+        make_player(f"alphago:{agent}:sims=8,leaves=3", "go_9x9")
+    with pytest.raises(PlayerSpecError, match="tree.npz"):  # an expansion threshold needs p_τ's placeholder priors
+        make_player(f"alphago:{agent}:lambda=1,thr=40", "go_9x9")

@@ -229,6 +229,10 @@ def test_the_presets_search_is_the_players_default(runs):
     assert player.apply is apv_mcts.make_apply(TINY.search, TINY.sl, TINY.value)
     explicit = make_player(f"alphago:{d}:sims=5,lambda=1", "go_9x9")  # options still win
     assert (explicit.simulations, explicit.name) == (5, "tiny:apv5_l1")
+    batched = make_player(f"alphago:{d}:sims=4,leaves=2", "go_9x9")  # the search as the paper batched it
+    assert batched.name == "tiny:apv4_l0.25_k2" and batched.apply is apv_mcts.make_apply(
+        dataclasses.replace(TINY.search, simulations=4, leaves=2), TINY.sl, TINY.value
+    )
 
 
 @pytest.mark.parametrize(

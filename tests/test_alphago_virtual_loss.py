@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_alphago_apv_mcts import BETA, EMPTY, EYE, P, nets, policy_params, stack, value_params
 
-from az_jax.alphago import apv_mcts
+from az_jax.alphago import apv_mcts, tree_policy
 from az_jax.core import virtual_loss
 
 from conftest import fast_compiles_here
@@ -134,3 +134,62 @@ def test_one_game_sends_its_leaves_to_the_network_together():
 def test_config_validation(kwargs, field):
     with pytest.raises(ValueError, match=rf"^APVConfig: invalid {field}="):
         apv_mcts.APVConfig(**kwargs)
+
+
+# --- the expansion threshold ------------------------------------------------------------------------------------------
+
+ZERO_TREE = tree_policy.TreePolicy(  # p_τ with no pattern and zero weights: uniform over the legal points
+    response_vocabulary=jnp.zeros(0, jnp.uint32),
+    pattern_vocabulary=jnp.zeros(0, jnp.uint32),
+    diamond_vocabulary=jnp.zeros(0, jnp.uint32),
+    weights=jnp.zeros(tree_policy.NUM_FIXED + tree_policy.NUM_EXTRA, jnp.float32),
+)
+
+
+def threshold_nets():
+    """p_σ^β: P = 0.8 on A1, 0.05 on A2, 0.15 / 79 ≈ 0.0019 on each other point (the same on every board: a bias);
+    v ≡ 0; p_τ uniform."""
+    prior = np.full(P, 0.15 / 79)
+    prior[A1], prior[A2] = 0.8, 0.05
+    return nets(policy_params(BETA * np.log(prior)), value_params(0.0), None).replace(tree=ZERO_TREE)
+
+
+def test_expansion_threshold_by_hand():
+    """n_thr = 2, one leaf a step, 6 simulations, λ = 0, v ≡ 0 (so every Q is 0 and the prior alone steers), c = 5:
+      1: nothing visited: the highest prior, A1; its node X is made with p_τ's (uniform) priors, visits 1.
+      2: A1 5·0.8·1/2 = 2.0 against A2 5·0.05·1 = 0.25 -> A1; X (1 visit <= 2) is a leaf: evaluated again, visits 2.
+      3: A1 5·0.8·1.414/3 = 1.89 > A2 0.35 -> X again: visits 3 > 2, X is queued for p_σ.
+      4: A1 5·0.8·1.732/4 = 1.73 > A2 0.43 -> into X, whose priors are still p_τ's (p_σ's come with this step's
+         batch): nothing below X visited, the highest prior, a tie of uniform priors: the first sensible point, 0.
+         Node Y = X + point 0. X's p_σ priors arrive: over X's sensible points (A1 taken) A2 0.05/0.2 = 0.25.
+      5: A1 5·0.8·2/5 = 1.6 > A2 0.5 -> into X: point 0 (N 1) 5·0.0095·1/2 = 0.024, A2 5·0.25·1 = 1.25 -> A2: Z.
+      6: A1 5·0.8·2.236/6 = 1.49 > A2 0.56 -> into X: A2 5·0.25·1.414/2 = 0.88 > point 0 0.034 -> Z (1 visit): a
+         leaf, evaluated again.
+    Root: A1 6 visits. X: 6; its children point 0 1 (Y) and A2 2 (Z). Three nodes. With n_thr = 0 (expanded at once,
+    p_σ's priors at once) the second simulation goes below X at once, by p_σ: to A2."""
+    config = apv(simulations=6, leaves=1)
+    threshold = apv_mcts.APVConfig(**{**config.__dict__, "expansion_threshold": 2})
+    tree = apv_mcts.search(threshold, threshold_nets(), stack(EMPTY), jax.random.key(2)).search_tree
+    assert int(tree.children_visits[0, 0, A1]) == 6 and int(tree.children_visits[0, 0].sum()) == 6
+    x = int(tree.children_index[0, 0, A1])
+    below = np.asarray(tree.children_visits[0, x])
+    assert int(tree.node_visits[0, x]) == 6 and below[0] == 1 and below[A2] == 2 and below.sum() == 3
+    assert int((np.asarray(tree.node_visits[0]) > 0).sum()) == 4  # the root, X, Y, Z
+    y, z = int(tree.children_index[0, x, 0]), int(tree.children_index[0, x, A2])
+    prior_x = np.asarray(jax.nn.softmax(tree.children_prior_logits[0, x]))
+    assert prior_x[A2] == pytest.approx(0.25, abs=1e-4) and prior_x[A1] < 1e-6  # p_σ's, arrived
+    prior_y = np.asarray(jax.nn.softmax(tree.children_prior_logits[0, y]))
+    assert prior_y.max() == pytest.approx(1 / 79, abs=1e-5)  # p_τ's placeholder: uniform over 79 free points
+    assert int(tree.node_visits[0, z]) == 2 and int(tree.node_visits[0, y]) == 1
+    at_once = apv_mcts.search(config, threshold_nets(), stack(EMPTY), jax.random.key(2)).search_tree
+    x0 = int(at_once.children_index[0, 0, A1])
+    assert int(at_once.children_visits[0, x0, A2]) >= 1 and int(at_once.children_visits[0, x0, 0]) == 0
+
+
+def test_expansion_threshold_needs_the_tree_policy():
+    config = apv_mcts.APVConfig(simulations=8, lam=0.0, expansion_threshold=40)
+    with pytest.raises(ValueError, match="needs the tree policy p_tau") as e:
+        apv_mcts.search(config, nets(policy_params(), value_params(), None), stack(EMPTY), jax.random.key(0))
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="expansion_threshold"):
+        apv_mcts.APVConfig(simulations=8, expansion_threshold=-1)

@@ -3,6 +3,8 @@ APV-MCTS searches with.
 
     DIR/sl/               p_σ, the SL policy network run (`az-jax alphago sl`): the search's priors
     DIR/rollout.npz       p_π, the rollout policy (`az-jax alphago rollout`): the leaves' rollouts
+    DIR/tree.npz          p_τ, the tree policy (`az-jax alphago tree`; optional): the placeholder priors of a search
+                          with an expansion threshold
     DIR/rl/               p_ρ, the RL policy network run (`az-jax alphago rl`): plays the value data's games
     DIR/value_data/       one position per self-play game (`az-jax alphago value-data`; appended to; an older
                           directory's value_data.npz is read in its place)
@@ -21,11 +23,18 @@ import dataclasses
 import os
 from typing import Any
 
-from az_jax.alphago import presets, reinforce, rollout_policy, supervised, value_training
+from az_jax.alphago import presets, reinforce, rollout_policy, supervised, tree_policy, value_training
 from az_jax.alphago.supervised import SLConfig
 from az_jax.alphago.value_training import ValueConfig
 
-LAYOUT = {"sl": "sl", "rollout": "rollout.npz", "rl": "rl", "value_data": "value_data", "value": "value"}
+LAYOUT = {
+    "sl": "sl",
+    "rollout": "rollout.npz",
+    "tree": "tree.npz",
+    "rl": "rl",
+    "value_data": "value_data",
+    "value": "value",
+}
 LEGACY = {"value_data": "value_data.npz"}  # the single-file form of earlier versions, used when it is there
 
 
@@ -57,17 +66,19 @@ class AlphaGoAgent:
     size: int  # board size N
     policy_config: SLConfig  # p_σ's shape
     value_config: ValueConfig | None  # v_θ's shape (None when the search uses no value network)
-    variables: dict[str, Any]  # {"policy": p_σ params, "value": v_θ params or None, "rollout": RolloutPolicy or None}
+    variables: dict[str, Any]  # {"policy": p_σ params, "value": v_θ params / None, "rollout", "tree": p_π, p_τ / None}
     steps: dict[str, int]  # checkpoint step of each network loaded
 
 
-def load(directory: str, *, lam: float) -> AlphaGoAgent:
-    """The networks a search with mixing parameter λ needs from an agent directory (see the module docstring)."""
+def load(directory: str, *, lam: float, tree: bool = False) -> AlphaGoAgent:
+    """The networks a search with mixing parameter λ needs from an agent directory (see the module docstring), and
+    with `tree` the tree policy p_τ (a search with an expansion threshold)."""
     if not os.path.isdir(directory):
         raise AgentError(f"{directory} is not an AlphaGo agent directory (it does not exist)")
     try:
         policy_config, policy_params, policy_step = supervised.restore_params(part(directory, "sl"))
         steps = {"sl": policy_step}
+        tree_net = tree_policy.load(part(directory, "tree")) if tree else None
         value_config, value_params, rollout = None, None, None
         if lam < 1:
             value_config, value_params, steps["value"] = value_training.restore_params(part(directory, "value"))
@@ -78,11 +89,16 @@ def load(directory: str, *, lam: float) -> AlphaGoAgent:
                 )
         if lam > 0:
             rollout = rollout_policy.load(part(directory, "rollout"))
-    except (supervised.SLError, value_training.ValueRunError, rollout_policy.RolloutPolicyError) as e:
+    except (
+        supervised.SLError,
+        value_training.ValueRunError,
+        rollout_policy.RolloutPolicyError,
+        tree_policy.TreePolicyError,
+    ) as e:
         raise AgentError(f"{directory}: {e}") from None
     except FileNotFoundError as e:
         raise AgentError(f"{directory}: {e.filename or e} is missing") from None
-    variables = {"policy": policy_params, "value": value_params, "rollout": rollout}
+    variables = {"policy": policy_params, "value": value_params, "rollout": rollout, "tree": tree_net}
     return AlphaGoAgent(policy_config.size, policy_config, value_config, variables, steps)
 
 

@@ -41,13 +41,16 @@ The paper's search, and what this module does with each part:
   synchronous and batched across the B games: one simulation per game per step, all B leaves evaluated together), so
   N_v = N_r = N and (1 − λ) W_v/N + λ W_r/N = Σ V(s_L)/N: mctx's single mean of the mixed leaf values is exactly the
   paper's Q.
-* Expansion threshold n_thr = 40: the paper adds a node only after n_thr visits, and tunes n_thr "dynamically to
-  ensure that the rate at which positions are added to the policy queue matches the rate at which the GPUs evaluate
-  the policy network": it paces an asynchronous queue. With synchronous batched evaluation there is no queue, and
-  every visited leaf is expanded (n_thr = 1) and gets its p_σ priors at once, so the paper's interim tree policy p_τ
-  (used until the network's priors arrive) is not needed either. The one difference in the search itself: where the
-  paper's second visit to a not-yet-expanded leaf s' runs another rollout from s', ours descends one ply (by p_σ and
-  the selection rule) and evaluates that child.
+* Expansion threshold n_thr (`expansion_threshold`; the paper's 40): the paper adds a node s' = f(s, a) only once
+  N_r(s, a) > n_thr, with the tree policy p_τ's priors, and queues s' for p_σ on the GPU, whose priors replace
+  p_τ's when they arrive; until then every visit of (s, a) runs another rollout from s'. On one device the queue
+  becomes the step (core/virtual_loss.py): a node is made at its first visit, with p_τ's priors, but is a leaf
+  (each later visit evaluates it again: a new rollout) until its visits pass n_thr; it is then queued, its p_σ^β
+  priors are computed in the next step's evaluation batch and replace p_τ's at the end of that step, so the
+  selections of that step already descend below it by p_τ (one step of latency, the time of one GPU batch); the
+  policy network runs only in steps whose queue is not empty. n_thr is fixed here (the paper adjusts it to the
+  GPUs' rate). `expansion_threshold` = 0 (the default) expands every leaf at once with its p_σ priors and needs no
+  p_τ: then a second visit of a leaf descends one ply by p_σ instead of running another rollout from it.
 * Virtual loss n_vl = 3 spreads the paper's parallel search threads within one tree. With `leaves` = 1 (the
   default) one tree has one simulation in flight at a time (parallelism is across games) and there is none; with
   `leaves` = K > 1 each step selects K leaves of every tree under virtual loss and evaluates them together
@@ -80,6 +83,7 @@ from pgx._src.games import go as pgx_go
 
 from az_jax.alphago import features as features_lib
 from az_jax.alphago import rollout_policy as rollout_lib
+from az_jax.alphago import tree_policy
 from az_jax.alphago.networks import PolicyNetwork, ValueNetwork
 from az_jax.alphago.position import Position, from_pgx
 from az_jax.core import search as search_lib
@@ -107,6 +111,7 @@ class APVConfig:
     symmetries: bool = True  # each network evaluation sees a random one of the 8 symmetries
     leaves: int = 1  # leaves per tree per step, evaluated together under virtual loss (core/virtual_loss.py); 1: sync
     virtual_loss: float = 3.0  # n_vl: virtual visits, each a loss, on every edge a leaf in flight passed
+    expansion_threshold: int = 0  # n_thr: visits before a node is expanded (p_τ's priors until p_σ's); 0: at once
 
     def __post_init__(self):
         checks = {
@@ -117,6 +122,7 @@ class APVConfig:
             "rollout_max_moves": isinstance(self.rollout_max_moves, int) and self.rollout_max_moves >= 0,
             "leaves": isinstance(self.leaves, int) and self.leaves >= 1 and self.simulations % self.leaves == 0,
             "virtual_loss": math.isfinite(self.virtual_loss) and self.virtual_loss >= 0,
+            "expansion_threshold": isinstance(self.expansion_threshold, int) and self.expansion_threshold >= 0,
         }
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
@@ -133,9 +139,9 @@ class APVConfig:
 
 @struct.dataclass
 class Nets:
-    """The three networks of the search: p_σ (priors), v_θ (leaf values) and p_π (rollouts). Weights are leaves;
-    modules and plane counts are static metadata. `value_params`/`value` may be None when λ = 1 and `rollout` when
-    λ = 0."""
+    """The networks of the search: p_σ (priors), v_θ (leaf values), p_π (rollouts) and p_τ (placeholder priors, with
+    an expansion threshold). Weights are leaves; modules and plane counts are static metadata. `value_params`/`value`
+    may be None when λ = 1, `rollout` when λ = 0 and `tree` when expansion_threshold = 0."""
 
     policy_params: Any
     value_params: Any
@@ -144,6 +150,7 @@ class Nets:
     policy_planes: int = struct.field(pytree_node=False)  # 4, 12, 20 or 48
     value: nn.Module | None = struct.field(pytree_node=False, default=None)  # ValueNetwork: planes -> [B]
     value_planes: int = struct.field(pytree_node=False, default=features_lib.NUM_VALUE_PLANES)
+    tree: Any = None  # tree_policy.TreePolicy p_τ: the placeholder priors when expansion_threshold > 0
 
 
 def check_nets(config: APVConfig, nets: Nets) -> None:
@@ -152,6 +159,11 @@ def check_nets(config: APVConfig, nets: Nets) -> None:
         raise ValueError(f"APV search with lam={config.lam} needs a value network (lam=1 searches without one)")
     if config.uses_rollouts and nets.rollout is None:
         raise ValueError(f"APV search with lam={config.lam} needs a rollout policy (lam=0 searches without one)")
+    if config.expansion_threshold and nets.tree is None:
+        raise ValueError(
+            f"APV search with expansion_threshold={config.expansion_threshold} needs the tree policy p_tau "
+            "(its placeholder priors; 0 expands at once)"
+        )
     if nets.policy_planes not in features_lib.PLANE_COUNTS[:4]:
         raise ValueError(f"the policy network's planes must be 4, 12, 20 or 48, not {nets.policy_planes}")
     if config.uses_value and nets.value_planes not in features_lib.PLANE_COUNTS:
@@ -247,33 +259,60 @@ def _planes(nets: Nets, config: APVConfig, position: Position) -> jax.Array:
     return features_lib.features(position, count)
 
 
-def evaluate(
-    config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array, env: pgx.Env | None = None
-) -> tuple[jax.Array, jax.Array]:
-    """(prior logits [B, N² + 1], leaf value [B]) of pgx Go states [B, ...], for the player to move: the logits of
-    p_σ^β over the sensible points (MASKED elsewhere; pass alone when none is left) and V = (1 − λ) v_θ + λ z, the
-    rollouts played and scored by `env` (`rollout`). Values of states that are over are meaningless (the caller masks
-    them). The key is consumed."""
-    n = _size(states)
-    b = states.current_player.shape[0]
-    sym_key, rollout_key = jax.random.split(key)
-    position = from_pgx(states)
-    planes = _planes(nets, config, position)  # [B, N, N, 48 or 49]
-    sensible = (planes[..., features_lib.PLANE_SLICES["sensibleness"]].reshape(b, n * n) > 0) & (
-        states.legal_action_mask[:, : n * n]
-    )
-    game = f"go_{n}x{n}"
-    sym = symmetries_lib.random_symmetry(game, sym_key, b) if config.symmetries else None
-    seen = planes if sym is None else symmetries_lib.transform_observation(game, sym, planes)
+def _masked(logits: jax.Array, sensible: jax.Array) -> jax.Array:
+    """[B, N²] logits -> [B, N² + 1] prior logits over the sensible points (max 0), MASKED elsewhere; pass alone (0)
+    when no point is sensible."""
+    none = ~sensible.any(-1, keepdims=True)
+    logits = logits - jnp.where(none, 0.0, jnp.max(jnp.where(sensible, logits, -jnp.inf), axis=-1, keepdims=True))
+    return jnp.concatenate([jnp.where(sensible, logits, MASKED), jnp.where(none, 0.0, MASKED)], axis=-1)
+
+
+def _sensible(states: pgx.State, planes: jax.Array) -> jax.Array:
+    n, b = _size(states), states.current_player.shape[0]
+    sensible = planes[..., features_lib.PLANE_SLICES["sensibleness"]].reshape(b, n * n) > 0
+    return sensible & states.legal_action_mask[:, : n * n]
+
+
+def _policy_logits(config: APVConfig, nets: Nets, states: pgx.State, seen: jax.Array, sym: jax.Array | None):
+    """p_σ^β's logits [B, N²] of the positions whose planes, under symmetry `sym`, are `seen`."""
+    n, b = _size(states), states.current_player.shape[0]
     logits = cast(jax.Array, nets.policy.apply({"params": nets.policy_params}, seen[..., : nets.policy_planes]))
     if sym is not None:  # back to the original position's points (pad a pass column for the action tables)
         padded = jnp.concatenate([logits, jnp.zeros((b, 1), logits.dtype)], axis=-1)
-        logits = symmetries_lib.inverse_policy(game, sym, padded)[:, : n * n]
-    logits = logits / config.beta
-    none = ~sensible.any(-1, keepdims=True)
-    logits = logits - jnp.where(none, 0.0, jnp.max(jnp.where(sensible, logits, -jnp.inf), axis=-1, keepdims=True))
-    prior = jnp.concatenate([jnp.where(sensible, logits, MASKED), jnp.where(none, 0.0, MASKED)], axis=-1)
-    value = jnp.zeros(b, jnp.float32)
+        logits = symmetries_lib.inverse_policy(f"go_{n}x{n}", sym, padded)[:, : n * n]
+    return logits / config.beta
+
+
+def _symmetry(config: APVConfig, states: pgx.State, planes: jax.Array, key: jax.Array):
+    n, b = _size(states), states.current_player.shape[0]
+    game = f"go_{n}x{n}"
+    sym = symmetries_lib.random_symmetry(game, key, b) if config.symmetries else None
+    return sym, (planes if sym is None else symmetries_lib.transform_observation(game, sym, planes))
+
+
+def evaluate(
+    config: APVConfig,
+    nets: Nets,
+    states: pgx.State,
+    key: jax.Array,
+    env: pgx.Env | None = None,
+    placeholder: bool = False,
+) -> tuple[jax.Array, jax.Array]:
+    """(prior logits [B, N² + 1], leaf value [B]) of pgx Go states [B, ...], for the player to move: the logits of
+    p_σ^β (with `placeholder`, p_τ's: the expansion threshold's interim priors) over the sensible points (MASKED
+    elsewhere; pass alone when none is left) and V = (1 − λ) v_θ + λ z, the rollouts played and scored by `env`
+    (`rollout`). Values of states that are over are meaningless (the caller masks them). The key is consumed."""
+    sym_key, rollout_key = jax.random.split(key)
+    position = from_pgx(states)
+    planes = _planes(nets, config, position)  # [B, N, N, 48 or 49]
+    sym, seen = _symmetry(config, states, planes, sym_key)
+    if placeholder:
+        logits = tree_policy.logits(nets.tree, position)  # -inf where illegal; _masked keeps the sensible points
+        logits = jnp.where(jnp.isfinite(logits), logits, 0.0)
+    else:
+        logits = _policy_logits(config, nets, states, seen, sym)
+    prior = _masked(logits, _sensible(states, planes))
+    value = jnp.zeros(states.current_player.shape[0], jnp.float32)
     if config.uses_value:
         assert nets.value is not None
         v = cast(jax.Array, nets.value.apply({"params": nets.value_params}, seen[..., : nets.value_planes]))
@@ -285,6 +324,16 @@ def evaluate(
     return prior, value
 
 
+def policy_priors(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) -> jax.Array:
+    """p_σ^β's prior logits [B, N² + 1] alone (no value, no rollout), as `evaluate` gives them; pass alone where the
+    game is over. What the expansion threshold's queue computes for a node passing it."""
+    planes = features_lib.features(from_pgx(states), features_lib.NUM_POLICY_PLANES)
+    sym, seen = _symmetry(config, states, planes, key)
+    prior = _masked(_policy_logits(config, nets, states, seen, sym), _sensible(states, planes))
+    over = states.terminated | states.truncated
+    return jnp.where(over[:, None], jnp.full_like(prior, MASKED).at[:, -1].set(0.0), prior)
+
+
 def make_recurrent_fn(config: APVConfig, env: pgx.Env | None = None) -> mctx.RecurrentFn:
     """mctx's `recurrent_fn` on pgx Go states (the embedding): step by `env` (default: the size's standard pgx Go env;
     an engine's has the controller's komi), then `evaluate`. Conventions of az_jax/core/search.py: reward to the
@@ -293,7 +342,7 @@ def make_recurrent_fn(config: APVConfig, env: pgx.Env | None = None) -> mctx.Rec
     def recurrent_fn(nets: Nets, rng_key, action, states):
         mover = states.current_player
         states = jax.vmap((env if env is not None else _env(_size(states))).step)(states, action)
-        prior, value = _evaluate_jit(config, nets, states, rng_key, env)
+        prior, value = _evaluate_jit(config, nets, states, rng_key, env, config.expansion_threshold > 0)
         over = states.terminated | states.truncated
         batch = jnp.arange(action.shape[0])
         pass_only = jnp.full_like(prior, MASKED).at[:, -1].set(0.0)  # any one playable move at a terminal node
@@ -308,6 +357,15 @@ def make_recurrent_fn(config: APVConfig, env: pgx.Env | None = None) -> mctx.Rec
     return recurrent_fn
 
 
+def make_prior_fn(config: APVConfig) -> virtual_loss.PriorFn:
+    """The expansion threshold's `prior_fn` on pgx Go states: p_σ^β's priors (`policy_priors`)."""
+
+    def prior_fn(nets: Nets, key: jax.Array, states: pgx.State) -> jax.Array:
+        return policy_priors(config, nets, states, key)
+
+    return prior_fn
+
+
 # --- selection and the search ---------------------------------------------------------------------------------------
 
 
@@ -316,7 +374,7 @@ def _search(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) ->
     prior, value = _evaluate_jit(config, nets, states, root_key, None)
     root = mctx.RootFnOutput(prior_logits=prior, value=value, embedding=states)
     invalid = prior <= MASKED / 2
-    if config.leaves > 1:  # several leaves per step under virtual loss
+    if config.leaves > 1 or config.expansion_threshold > 0:  # several leaves a step, or an expansion threshold
         return virtual_loss.search(
             nets,
             search_key,
@@ -327,6 +385,8 @@ def _search(config: APVConfig, nets: Nets, states: pgx.State, key: jax.Array) ->
             leaves=config.leaves,
             c_puct=config.c_puct,
             n_vl=config.virtual_loss,
+            n_thr=config.expansion_threshold,
+            prior_fn=make_prior_fn(config),
         )
     # the search method "alphago" of az_jax/core/search.py: the paper's selection with c_puct, no root noise
     search = search_lib.SearchConfig(num_simulations=config.simulations, algorithm="alphago", c_init=config.c_puct)
@@ -401,6 +461,7 @@ def nets_of(config: APVConfig, policy_config: PolicyShape, value_config: ValueSh
             policy_params=variables["policy"],
             value_params=variables.get("value"),
             rollout=variables.get("rollout"),
+            tree=variables.get("tree"),
             policy=policy,
             policy_planes=policy_config.planes,
             value=value,
@@ -433,4 +494,4 @@ def make_apply(config: APVConfig, policy_config: PolicyShape, value_config: Valu
     return apply
 
 
-_evaluate_jit = jax.jit(evaluate, static_argnums=(0, 4))  # config and env static
+_evaluate_jit = jax.jit(evaluate, static_argnums=(0, 4, 5))  # config, env and placeholder static

@@ -29,6 +29,8 @@ evaluates one leaf per tree at a time, so the loop, the expansion of several lea
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -39,6 +41,7 @@ from az_jax.core import search as search_lib
 
 MASKED = search_lib.MASKED
 Tree = mctx.Tree
+PriorFn = Callable[[Any, jax.Array, Any], jax.Array]  # (params, key, embeddings [M, ...]) -> prior logits [M, A]
 
 
 def virtual_selection(rng_key, tree: mctx.Tree, node_index, depth=0, *, c_puct: float, n_vl: float) -> jax.Array:
@@ -140,11 +143,19 @@ def grow(
     leaves: int,
     c_puct: float,
     n_vl: float,
+    n_thr: int = 0,
+    prior_fn: PriorFn | None = None,
 ) -> tuple[mctx.Tree, jax.Array]:
     """`steps` more steps of `leaves` leaves per tree on `tree` (its `extra_data` the in-flight counts [B, nodes, A],
     zero between steps), whose next unused node is `free` [B]; step i draws its keys from fold_in(rng_key,
     first_step + i), so steps run in chunks give the tree one call would. Returns (tree, free). `steps` and
-    `first_step` may be traced; the tree must have room for steps · leaves more nodes."""
+    `first_step` may be traced; the tree must have room for steps · leaves more nodes.
+
+    With an expansion threshold `n_thr` > 0 (the module docstring) `recurrent_fn`'s priors are the placeholders and
+    `prior_fn(params, key, embedding [M, ...]) -> prior logits [M, A]` gives a node's priors once its visits pass
+    n_thr."""
+    if n_thr > 0 and prior_fn is None:
+        raise ValueError("an expansion threshold needs prior_fn, the priors that replace the placeholders")
     b = free.shape[0]
     games = jnp.arange(b)
     select = functools.partial(virtual_selection, c_puct=c_puct, n_vl=n_vl)  # the same at the root and below
@@ -153,6 +164,12 @@ def grow(
 
     def choose(tree, key):  # one leaf of every tree, seeing the virtual losses of the ones chosen before it
         parent, action = mctx_search.simulate(jax.random.split(key, b), tree, select, depth)
+        if n_thr > 0:  # a node at or below the threshold is a leaf: its own edge is chosen again, not one below it
+            below = (parent != Tree.ROOT_INDEX) & (tree.node_visits[games, parent] <= n_thr)
+            parent, action = (
+                jnp.where(below, tree.parents[games, parent], parent),
+                jnp.where(below, tree.action_from_parent[games, parent], action),
+            )
         return mark(tree, parent, action, 1), (parent, action)
 
     def settle(carry, leaf):  # expand and back up one leaf of every tree, and take its virtual losses off
@@ -161,21 +178,50 @@ def grow(
         existing = tree.children_index[games, parent, action]
         new = existing == Tree.UNVISITED
         node = jnp.where(new, free, existing)
+        before = jnp.where(new, 0, tree.node_visits[games, node])
         tree = jax.vmap(_expand)(tree, node, new, parent, action, step, embedding)
         tree = jax.vmap(_backup)(tree, node, step.value)
-        return (mark(tree, parent, action, -1), free + new), None
+        crossed = jnp.where((n_thr > 0) & (before == n_thr), node, -1)  # [B]: passes the threshold now
+        return (mark(tree, parent, action, -1), free + new), crossed
+
+    def arrive(tree, queue, key):  # the priors of the nodes queued [B, K] (−1: none) replace their placeholders
+        def priors(tree):
+            assert prior_fn is not None
+            flat = jax.tree.map(
+                lambda x: x[games[:, None], jnp.maximum(queue, 0)].reshape((b * leaves, *x.shape[2:])), tree.embeddings
+            )
+            return _leading(prior_fn(params, key, flat), b, leaves)  # [K, B, A]
+
+        logits = jax.lax.cond(
+            (queue >= 0).any(), priors, lambda t: jnp.zeros((leaves, *t.children_prior_logits[:, 0].shape)), tree
+        )
+        at = jnp.where(queue >= 0, queue, tree.children_prior_logits.shape[1])  # out of range: dropped
+        return tree.replace(
+            children_prior_logits=tree.children_prior_logits.at[games[:, None], at].set(
+                jnp.swapaxes(logits, 0, 1), mode="drop"
+            )
+        )
+
+    def step_keys(i):  # step i's keys: selection, evaluation (with a threshold: the queue's, and the last flush's)
+        return jax.random.split(jax.random.fold_in(rng_key, first_step + i), 4 if n_thr > 0 else 2)
 
     def body(i, carry):
-        tree, free = carry
-        select_key, eval_key = jax.random.split(jax.random.fold_in(rng_key, first_step + i))
+        tree, free, queue = carry
+        select_key, eval_key, *queue_keys = step_keys(i)
         tree, (parents, actions) = jax.lax.scan(choose, tree, jax.random.split(select_key, leaves))  # [K, B] each
         flat = jax.tree.map(lambda x: x[games[:, None], parents.T].reshape((b * leaves, *x.shape[2:])), tree.embeddings)
         step, embedding = recurrent_fn(params, eval_key, actions.T.reshape(-1), flat)
         per_leaf = jax.tree.map(lambda x: _leading(x, b, leaves), (step, embedding))
-        (tree, free), _ = jax.lax.scan(settle, (tree, free), (parents, actions, *per_leaf))
-        return tree, free
+        (tree, free), crossed = jax.lax.scan(settle, (tree, free), (parents, actions, *per_leaf))
+        if n_thr > 0:  # last step's queue, evaluated with this step's leaves, arrives now: one step late
+            tree = arrive(tree, queue, queue_keys[0])
+        return tree, free, crossed.T
 
-    return jax.lax.fori_loop(0, steps, body, (tree, free))
+    queue = jnp.full((b, leaves), -1, jnp.int32)
+    tree, free, queue = jax.lax.fori_loop(0, steps, body, (tree, free, queue))
+    if n_thr > 0:  # the search ends: what is still queued arrives
+        tree = arrive(tree, queue, step_keys(steps - 1)[3])
+    return tree, free
 
 
 def in_flight(tree: mctx.Tree) -> jax.Array:
@@ -194,6 +240,8 @@ def search(
     leaves: int,
     c_puct: float,
     n_vl: float,
+    n_thr: int = 0,
+    prior_fn: PriorFn | None = None,
 ) -> mctx.PolicyOutput:
     """`simulations` simulations per tree of the B roots, `leaves` of them per step evaluated together (the module
     docstring). `recurrent_fn(params, key, action [B·leaves], embedding [B·leaves, ...])` sees the leaves game-major.
@@ -205,9 +253,11 @@ def search(
     tree = mctx_search.instantiate_tree_from_root(root, simulations, root_invalid_actions=invalid, extra_data=None)
     tree = tree.replace(extra_data=in_flight(tree))
     free = jnp.ones(b, jnp.int32)
+    steps = simulations // leaves
     tree, _ = grow(
-        params, rng_key, tree, free, 0, simulations // leaves, recurrent_fn, leaves=leaves, c_puct=c_puct, n_vl=n_vl
-    )
+        params, rng_key, tree, free, 0, steps, recurrent_fn,
+        leaves=leaves, c_puct=c_puct, n_vl=n_vl, n_thr=n_thr, prior_fn=prior_fn,
+    )  # fmt: skip
     return mctx.PolicyOutput(
         action=search_lib.most_visited(tree), action_weights=tree.summary().visit_probs, search_tree=tree
     )

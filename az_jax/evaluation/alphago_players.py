@@ -57,11 +57,13 @@ def alphago_search_player(directory: str, game: str, search) -> JaxPlayer:
     from az_jax.alphago import apv_mcts
 
     try:
-        agent = alphago_agent.load(directory, lam=search.lam)
+        agent = alphago_agent.load(directory, lam=search.lam, tree=search.expansion_threshold > 0)
     except alphago_agent.AgentError as e:
         raise PlayerSpecError(str(e)) from None
     if f"go_{agent.size}x{agent.size}" != game:
         raise PlayerSpecError(f"{directory} is a go_{agent.size}x{agent.size} agent, not {game}")
     apply = apv_mcts.make_apply(search, agent.policy_config, agent.value_config)
     name = f"{os.path.basename(os.path.abspath(directory))}:apv{search.simulations}_l{search.lam:g}"
+    name += f"_k{search.leaves}" if search.leaves > 1 else ""
+    name += f"_thr{search.expansion_threshold}" if search.expansion_threshold else ""
     return JaxPlayer(name, apply, agent.variables, step=agent.steps["sl"], simulations=search.simulations)

@@ -11,13 +11,14 @@
                                     `az-jax alphago rl` (p_ρ),
                                     no search: the most probable sensible point (temp=0, default) or one sampled at
                                     temperature T; passes when no sensible point is left (alphago/policy_player.py)
-    alphago:DIR[:sims=N,lambda=L,beta=B,c=C,symmetries=0|1]
+    alphago:DIR[:sims=N,lambda=L,beta=B,c=C,symmetries=0|1,leaves=K,thr=T]
                                     AlphaGo (Nature 2016): APV-MCTS with the networks of an agent directory
                                     (alphago/agent.py: DIR/sl, DIR/value, DIR/rollout.npz), N simulations, leaf
                                     value (1 − L)·v_θ + L·(p_π rollout), priors p_σ^B, c_puct = C
                                     (alphago/apv_mcts.py); options not given come from the search of the preset
                                     that made DIR (DIR/preset.json, `az-jax alphago pipeline`), else N = 64,
-                                    L = 0.5, B = 0.67, C = 5
+                                    L = 0.5, B = 0.67, C = 5; K leaves a step under virtual loss (K divides N),
+                                    expansion threshold T (> 0 needs DIR/tree.npz, p_τ's placeholder priors)
     gnugo[:level=N]                 GNU Go over GTP with the options that make its final position score the same
                                     under Tromp-Taylor rules (Chinese rules, all dead stones captured)
     gtp:COMMAND                     any GTP engine, e.g. gtp:"gnugo --mode gtp --level 10 --chinese-rules"
@@ -187,8 +188,21 @@ def _alphago(rest: str, game: str, spec: str, default_simulations: int | None) -
     beta = _number(options, "beta", float, defaults.beta, spec, low=1e-3)
     c = _number(options, "c", float, defaults.c_puct, spec, low=0.0)
     symmetries = _number(options, "symmetries", int, int(defaults.symmetries), spec, low=0, high=1)
-    _no_more(options, spec, "sims, lambda, beta, c, symmetries")
-    search = dataclasses.replace(defaults, simulations=sims, c_puct=c, lam=lam, beta=beta, symmetries=bool(symmetries))
+    leaves = _number(options, "leaves", int, defaults.leaves, spec, low=1, high=MAX_SIMULATIONS)
+    threshold = _number(options, "thr", int, defaults.expansion_threshold, spec, low=0, high=MAX_SIMULATIONS)
+    _no_more(options, spec, "sims, lambda, beta, c, symmetries, leaves, thr")
+    if sims % leaves:
+        raise PlayerSpecError(f"{spec!r}: leaves={leaves} must divide sims={sims}")
+    search = dataclasses.replace(
+        defaults,
+        simulations=sims,
+        c_puct=c,
+        lam=lam,
+        beta=beta,
+        symmetries=bool(symmetries),
+        leaves=leaves,
+        expansion_threshold=threshold,
+    )
     return alphago_search_player(body, game, search)
 
 

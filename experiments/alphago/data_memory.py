@@ -8,7 +8,8 @@ process and reads that process's memory from /proc/self/status at its end: VmHWM
 and reads again). Cases:
   import       python with jax and az_jax imported: what every case starts from
   sl           load_split, then 50 random minibatches of 256 positions gathered and their 48 planes computed
-  rollout      rollout_policy.train, 100 SGD steps of 256 on every training position (p_π's features), buffer given
+  rollout      rollout_policy.train, 100 SGD steps of 256 on every training position (p_π's features), with the
+               buffer given (10^9: every position encoded at once, as the training did before it had a buffer)
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     for case, form, buffer in (
         ("sl", "npz", 0),
         ("sl", "directory", 0),
-        ("rollout", "npz", 65_536),
-        ("rollout", "directory", 65_536),
+        ("rollout", "npz", 10**9),  # every position encoded at once: as before the buffer
+        ("rollout", "directory", 65_536),  # the default buffer
         ("rollout", "directory", 8_192),
     ):
         row = {"case": case, "form": form, "buffer": buffer or None, **run_case(case, str(forms[form]), buffer)}

@@ -9,8 +9,9 @@ line (sl and v_θ: a checkpoint written; p_ρ: an iteration; value data: a batch
 checkpoint is on disk (each stage writes it just after the line; value data: `--delay` seconds), unless the stage
 has finished meanwhile; p_π, which reports only at its end, `--rollout-delay` seconds after it starts. The next run
 must go on from there, not repeat it ("resumed" in the JSON: the stage's first line in the next run is a later step
-than the killed one's, or the stage's end). Value data is saved every 60 s of games (value_data.build), so a kill
-before its first save repeats its games: "resumed" false for it says so, and is expected when a stage is that short.
+than the killed one's, or the stage's end). Value data is appended to its directory every 60 s of games
+(value_data.build), so a kill before its first save repeats its games: "resumed" false for it says so, and is
+expected when a stage is that short.
 The directory must not exist (a fresh run).
 """
 
@@ -45,7 +46,7 @@ CHECKPOINTED = {"sl": ("sl", "step"), "rl": ("rl", "iteration"), "value": ("valu
 
 def _wait_for_checkpoint(directory: str, record: dict, delay: float) -> None:
     """Until the checkpoint of the point `record` reports is on disk (orbax renames it into place when complete),
-    at most 10 s; for value data (one file rewritten per batch), `delay` seconds."""
+    at most 10 s; for value data (appended to at its saves), `delay` seconds."""
     if record["stage"] not in CHECKPOINTED:
         time.sleep(delay)
         return
