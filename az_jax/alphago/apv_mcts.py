@@ -79,11 +79,10 @@ import jax.numpy as jnp
 import mctx
 import pgx
 from flax import struct
-from pgx._src.games import go as pgx_go
 
 from az_jax.alphago import features as features_lib
+from az_jax.alphago import rollout_game, tree_policy
 from az_jax.alphago import rollout_policy as rollout_lib
-from az_jax.alphago import tree_policy
 from az_jax.alphago.networks import PolicyNetwork, ValueNetwork
 from az_jax.alphago.position import Position, from_pgx
 from az_jax.core import search as search_lib
@@ -208,46 +207,15 @@ def rollout(
     key: jax.Array,
     max_moves: int | jax.Array = 0,
     env: pgx.Env | None = None,
-) -> tuple[jax.Array, pgx.State]:
-    """Plays each of the pgx Go states [B, ...] to its end with p_π, sampled over the sensible points (legal for pgx
-    and for p_π, not an own eye), passing when none is left. Returns (z [B] float32: +1 if the player to move in the
-    given state won, −1 if it lost; the final states [B, ...]). A state already over gives its own result. With
-    `max_moves` > 0 a game still going after that many moves is scored as it stands (Tromp–Taylor area with the
-    env's komi, pgx's own scorer). `env`: the pgx Go env whose rules and komi score the games (default: the size's
-    standard one). The key is consumed."""
-    n = _size(states)
-    env = env if env is not None else _env(n)
-    batch = jnp.arange(states.current_player.shape[0])
-    player = states.current_player  # [B] pgx player id of the side z is for
-    black = states._x.step_count % 2 == 0  # [B] that side is Black
-    # a state that is already over: its own result (pgx zeroes rewards only on steps after the end)
-    z0 = jnp.where(states.terminated, states.rewards[batch, player], 0.0)
-
-    capped = not (isinstance(max_moves, int) and max_moves == 0)  # a traced cap may be anything
-
-    def running(carry):
-        s, _, _, t = carry
-        going = ~(s.terminated | s.truncated)
-        return going.any() & (((max_moves == 0) | (t < max_moves)) if capped else True)
-
-    def body(carry):
-        s, z, key, t = carry
-        key, sample_key = jax.random.split(key)
-        position = from_pgx(s)
-        scores = rollout_lib.logits(policy, position)  # [B, N²], -inf where p_π finds the point illegal
-        sensible = jnp.isfinite(scores) & s.legal_action_mask[:, : n * n] & ~own_eyes(position.board, n)
-        point = jax.random.categorical(sample_key, jnp.where(sensible, scores, -jnp.inf), axis=-1)
-        action = jnp.where(sensible.any(-1), point, n * n).astype(jnp.int32)
-        s = jax.vmap(env.step)(s, action)  # a no-op with zero rewards on a game already over
-        return s, z + s.rewards[batch, player], key, t + 1
-
-    s, z, _, _ = jax.lax.while_loop(running, body, (states, z0, key, jnp.int32(0)))
-    if capped:
-        scores = jax.vmap(lambda x: pgx_go._count_scores(x, n))(s._x)  # [B, 2] (black, white) area
-        black_won = scores[:, 0] - env._game.komi > scores[:, 1]
-        scored = jnp.where(black_won == black, 1.0, -1.0)
-        z = jnp.where(s.terminated | s.truncated | (max_moves == 0), z, scored)
-    return z, s
+) -> tuple[jax.Array, rollout_game.Lean]:
+    """Plays each of the pgx Go states [B, ...] to its end with p_π, sampled over the sensible points (legal for p_π,
+    not an own eye), passing when none is left. Returns (z [B] float32: +1 if the player to move in the given state
+    won, −1 if it lost; the final states). A state already over gives its own result. With `max_moves` > 0 a game
+    still going after that many moves is scored as it stands. `env`: the pgx Go env whose komi and move limit score
+    the games (default: the size's standard one). On the lean rollout game (rollout_game.py: chains carried from
+    move to move; pgx's rules but positional superko). The key is consumed."""
+    env = env if env is not None else _env(_size(states))
+    return rollout_game.play(policy, states, key, env, max_moves)
 
 
 def _planes(nets: Nets, config: APVConfig, position: Position) -> jax.Array:

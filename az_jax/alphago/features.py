@@ -261,15 +261,16 @@ def _chain_liberties(board: jax.Array, n: int) -> jax.Array:
     return jnp.where(board != 0, _liberty_counts(board, label, n)[label], 0)
 
 
-def _move_features(board: jax.Array, ko: jax.Array, n: int) -> dict[str, jax.Array]:
+def _move_features(board: jax.Array, ko: jax.Array, n: int, label: jax.Array | None = None) -> dict[str, jax.Array]:
     """One position's chains and the result of a move at each of its N*N points (all [P]):
     label (chain labels), liberties (of the chain at a stone), label_liberties [P + 1] (by label), legal,
-    capture_size, chain_size (of the new stone's chain), liberties_after, own_eye."""
+    capture_size, chain_size (of the new stone's chain), liberties_after, own_eye. `label`: the chain labels when
+    the caller carries them (`_chain_labels`' values: a rollout's, alphago/rollout_game.py), else found here."""
     t = _tables(n)
     p = n * n
     q = jnp.arange(p)
     empty = board == 0
-    label = _chain_labels(board, n)
+    label = _chain_labels(board, n) if label is None else label
     d = _distinct_neighbour_labels(label, n)  # [P, 4]
     word, bit = jnp.asarray(t["word"]), jnp.asarray(t["bit"])
     words = t["point_bits"].shape[1]

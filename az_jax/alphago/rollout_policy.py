@@ -165,13 +165,14 @@ def diamond_code(around: jax.Array, c: jax.Array) -> jax.Array:
 
 
 def encode_parts(
-    board: jax.Array, turns_since: jax.Array, ko: jax.Array, n: int
+    board: jax.Array, turns_since: jax.Array, ko: jax.Array, n: int, label: jax.Array | None = None
 ) -> tuple[Encoded, dict[str, jax.Array], jax.Array]:
     """One position's raw features, with what they were computed from: features.py's move features (chains,
-    liberties, the result of a move at each point) and the point states [P], for feature sets that extend p_π's."""
+    liberties, the result of a move at each point) and the point states [P], for feature sets that extend p_π's.
+    `label`: the chain labels when the caller carries them (a rollout's), else found here."""
     p = n * n
     board = board.astype(jnp.int8)
-    moves = _move_features(board, ko.astype(jnp.int32), n)
+    moves = _move_features(board, ko.astype(jnp.int32), n, label)
     states = point_states(board, moves["liberties"])
     legal = moves["legal"]
     # save atari: a is the liberty of an own neighbour chain in atari, and the joined chain keeps >= 2 liberties

@@ -1,0 +1,126 @@
+"""Microseconds per rollout move, p_π on the lean rollout game (az_jax/alphago/rollout_game.py) against the same
+rollout stepped by pgx (the rollout of apv_mcts.py before the lean game), at batch 1 and 256, 9×9 and 19×19.
+
+    python -m experiments.alphago.rollout_speed --out experiments/alphago/results/rollout_speed_cpu.json
+
+Each case plays B games from positions after `--plies` random moves to their end, `--repeats` times after a warm-up
+(compilation), and divides the time by the moves played (the moves of every game, passes included): µs per move,
+to set beside the paper's 2 µs a move (Methods, "Rollout policy", one CPU thread). The policy has random weights on
+p_π's fixed features and no pattern vocabulary: the features and the step cost the same whatever the weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import pgx
+
+from az_jax.alphago import apv_mcts, rollout_game
+from az_jax.alphago import rollout_policy as rollout_lib
+from az_jax.alphago.position import from_pgx
+
+
+def pgx_rollout(policy: rollout_lib.RolloutPolicy, states: pgx.State, key: jax.Array, env: pgx.Env):
+    """The reference: p_π's moves stepped by pgx (its rules and legality); (z, final states, moves each game made)."""
+    n = int(round(states._x.board.shape[-1] ** 0.5))
+    batch = jnp.arange(states.current_player.shape[0])
+    player = states.current_player
+
+    def body(carry):
+        s, z, key, moves = carry
+        key, sample_key = jax.random.split(key)
+        position = from_pgx(s)
+        scores = rollout_lib.logits(policy, position)
+        sensible = jnp.isfinite(scores) & s.legal_action_mask[:, : n * n] & ~apv_mcts.own_eyes(position.board, n)
+        point = jax.random.categorical(sample_key, jnp.where(sensible, scores, -jnp.inf), axis=-1)
+        action = jnp.where(sensible.any(-1), point, n * n).astype(jnp.int32)
+        going = ~(s.terminated | s.truncated)
+        s = jax.vmap(env.step)(s, action)
+        return s, z + s.rewards[batch, player], key, moves + going
+
+    def running(carry):
+        return (~(carry[0].terminated | carry[0].truncated)).any()
+
+    zeros = jnp.zeros(batch.shape[0])
+    s, z, _, moves = jax.lax.while_loop(running, body, (states, zeros, key, jnp.zeros(batch.shape[0], jnp.int32)))
+    return z, s, moves
+
+
+def random_policy(seed: int = 0) -> rollout_lib.RolloutPolicy:
+    weights = jax.random.normal(jax.random.key(seed), (rollout_lib.NUM_FIXED,)) * 2.0
+    return rollout_lib.RolloutPolicy(
+        response_vocabulary=jnp.zeros(0, jnp.uint32), pattern_vocabulary=jnp.zeros(0, jnp.uint32), weights=weights
+    )
+
+
+def midgame(env: pgx.Env, batch: int, plies: int, seed: int = 0) -> pgx.State:
+    s = jax.vmap(env.init)(jax.random.split(jax.random.key(seed), batch))
+
+    @jax.jit
+    def move(s, key):
+        logits = jnp.where(s.legal_action_mask, 0.0, -jnp.inf).at[:, -1].set(-1e9)
+        return jax.vmap(env.step)(s, jax.random.categorical(key, logits, axis=-1))
+
+    for i in range(plies):
+        s = move(s, jax.random.key(seed * 1000 + i))
+    return s
+
+
+def time_case(fn, states, repeats: int) -> tuple[float, int]:
+    """(seconds per call, moves per call) of fn(states, key) -> (z, end, moves)."""
+    jax.block_until_ready(fn(states, jax.random.key(0)))
+    start, moves = time.perf_counter(), 0
+    for r in range(repeats):
+        out = fn(states, jax.random.key(r + 1))
+        moves += int(jnp.sum(out[2]))
+    return (time.perf_counter() - start) / repeats, moves // repeats
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="9,19")
+    parser.add_argument("--batches", default="1,256")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    rows = []
+    policy = random_policy()
+    for size in (int(s) for s in args.sizes.split(",")):
+        env = pgx.make(f"go_{size}x{size}")
+        plies = {9: 20, 19: 80}.get(size, size * size // 5)
+        for batch in (int(b) for b in args.batches.split(",")):
+            states = midgame(env, batch, plies)
+
+            def lean(s, key, env=env):
+                z, end = rollout_game.play(policy, s, key, env)
+                return z, end, end.steps - s._x.step_count
+
+            cases = {"pgx step": jax.jit(lambda s, k, env=env: pgx_rollout(policy, s, k, env)), "lean": jax.jit(lean)}
+            for name, fn in cases.items():
+                seconds, moves = time_case(fn, states, args.repeats)
+                row = {
+                    "size": size,
+                    "batch": batch,
+                    "game": name,
+                    "start_plies": plies,
+                    "moves": moves,
+                    "seconds": round(seconds, 4),
+                    "us_per_move": round(1e6 * seconds / moves, 2),
+                }
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"machine": f"{os.cpu_count()} CPUs, XLA CPU", "rows": rows}, f, indent=1)
+            f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
