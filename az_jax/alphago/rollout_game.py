@@ -3,7 +3,8 @@
 
     z, end = play(policy, states, key, env)          # pgx Go states [B, ...] played to the end by p_π, z for the mover
 
-Profiled on the 2-core VM (batch 256, positions from the middle of games; XLA CPU), the rollout's move under pgx:
+Profiled on the 2-core VM (batch 256, positions from the middle of games; XLA CPU; a training run sharing the cores,
+so the times are high, their ratios not), the rollout's move under pgx:
 pgx's `env.step` 57 µs a position on 9×9 and 1,374 µs on 19×19 (its rules alone, `Game.step`, 29 and 863 µs: the
 chains found again, the Zobrist hash of the board and the positional-superko check against every earlier position),
 against 15 and 168 µs for p_π's features and 1 and 3 µs for the position. So the step, not the policy, was the

@@ -7,7 +7,9 @@ process and reads that process's memory from /proc/self/status at its end: VmHWM
 (memory the process owns: arrays, encodings) and RssFile (pages of mapped files, which the kernel drops under pressure
 and reads again). Cases:
   import       python with jax and az_jax imported: what every case starts from
-  sl           load_split, then 50 random minibatches of 256 positions gathered and their 48 planes computed
+  sl           load_split, then 50 random minibatches of 256 positions gathered and their 48 planes computed; also
+               on the directory with its training part 10 times over (1.25 M positions, 0.9 GB), which only the
+               directory form can show: a whole-set load would hold 10× the data
   rollout      rollout_policy.train, 100 SGD steps of 256 on every training position (p_π's features), with the
                buffer given (10^9: every position encoded at once, as the training did before it had a buffer)
 """
@@ -17,10 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 CASE = r"""
 import json, sys, time
@@ -74,6 +79,19 @@ def main(argv: list[str] | None = None) -> int:
             start = time.perf_counter()
             report = dataset.build(corpus.default_sources(19), 19, path)
             print(f"built {form}: {report['positions']} positions in {time.perf_counter() - start:.0f} s", flush=True)
+    tenfold = work / "go_19x19_positions_x10"
+    if not tenfold.exists():  # the same positions appended 10 times to the training part
+        from az_jax.runtime import columns
+
+        building = work / "x10.building"
+        shutil.rmtree(building, ignore_errors=True)
+        shutil.copytree(forms["directory"], building)
+        rows_, _ = columns.read(building / "train")
+        whole = {k: np.asarray(v) for k, v in rows_.items()}
+        for _ in range(9):
+            columns.append(building / "train", whole)
+        os.replace(building, tenfold)
+    forms["directory x10"] = tenfold
     sizes = {
         form: round(sum(f.stat().st_size for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file()) / 2**20, 1)
         for form, p in forms.items()
@@ -82,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     for case, form, buffer in (
         ("sl", "npz", 0),
         ("sl", "directory", 0),
+        ("sl", "directory x10", 0),
         ("rollout", "npz", 10**9),  # every position encoded at once: as before the buffer
         ("rollout", "directory", 65_536),  # the default buffer
         ("rollout", "directory", 8_192),
