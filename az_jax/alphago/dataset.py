@@ -7,7 +7,9 @@ move's view).
     positions = positions_from_games(games, 19)      # replays every game with pgx
     train, test = split(positions, corpus.held_out(games))
     save(path, positions, test_games=corpus.held_out(games)); train, test = load_split(path)
-    report = build(sources, 19, path)                 # all of the above, for the CLI
+    report = build(sources, 19, path)                 # all of the above, for the CLI: into a directory, a part
+                                                      # at a time (a path ending in .npz: one file, written whole)
+    train, test = load_split(directory)               # memory maps: a minibatch reads only its own rows
 
 Games are replayed with pgx in batches (vmap over games, lax.scan over plies); a move that pgx rejects (an occupied
 point, suicide, a ko capture back, a positional-superko repeat, which pgx scores as a loss for the mover, or any move

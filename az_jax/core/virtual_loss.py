@@ -21,6 +21,14 @@ is the synchronous one of apv_mcts.py, visit for visit (tests/test_alphago_virtu
   The first to be settled expands it; the second is a second visit of that node: its own evaluation (its own
   rollout) is backed up through it, and its priors are dropped (the same position's).
 * A tree holds one node per leaf, so `simulations` must be a multiple of `leaves`.
+* Expansion threshold `n_thr` > 0 (the paper's n_thr = 40: a node is added once N(s, a) > n_thr, with the tree
+  policy's priors until the policy network's arrive from the GPU queue): a node is made at its first visit with
+  `recurrent_fn`'s priors (the placeholders) but stays a leaf while its visits are at most n_thr: a selection that
+  reaches it takes its edge again (another evaluation of the same position, e.g. a new rollout) instead of going
+  below it. The settle that takes its visits past n_thr queues it; the next step calls `prior_fn` on the queued
+  positions (skipped when none is queued) beside its leaves' evaluation, and their priors replace the placeholders
+  at the end of that step: one step of latency, in which that step's selections go below the node by the
+  placeholders. What is still queued when the search ends arrives then.
 
 mctx builds the tree (`instantiate_tree_from_root`) and descends it (`simulate`, with our selection); its search loop
 evaluates one leaf per tree at a time, so the loop, the expansion of several leaves and their backups are here.
