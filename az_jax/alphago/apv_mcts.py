@@ -28,14 +28,14 @@ The paper's search, and what this module does with each part:
   filled every sensible point (captures can reopen some), or at pgx's cap of 2·N² moves; pgx then scores the board by
   Tromp–Taylor area with its komi. A tiny prior on pass at every node was rejected: with Q = 0 for unvisited edges,
   a pass would be tried first in every position whose visited moves all look negative.
-* Leaf evaluation: V(s_L) = (1 − λ) v_θ(s_L) + λ z_L, λ = 0.5, z_L the result (±1, from the view of the player to
-  move at s_L) of one game played from s_L to its end by the fast rollout policy p_π, sampled over the sensible
-  points, passing when none is left (`rollout`, on the lean game of rollout_game.py, which carries its chains
-  from move to move: pgx's rules without positional superko, as p_π's legality has none). The rollout runs inside
-  `recurrent_fn` as one `lax.while_loop` over the B leaves of the step. λ is static: λ = 0 compiles no rollout, λ = 1 no value network, so
-  each arm of the paper's λ ablation (Fig. 4) costs only what it uses. The root is evaluated like a leaf (its value
-  enters mctx's root value, not the selection). A terminal leaf is valued by the game's result itself (reward to
-  the player who moved, discount 0, as az_jax/core/search.py does): nothing is estimated past the end of the game.
+* Leaf evaluation: V(s_L) = (1 − λ) v_θ(s_L) + λ z_L, λ = 0.5, z_L the result (±1, from the view of the player to move
+  at s_L) of one game played from s_L to its end by the fast rollout policy p_π, sampled over the sensible points,
+  passing when none is left (`rollout`, on the lean game of rollout_game.py, which carries its chains from move to
+  move: pgx's rules without positional superko, as p_π's legality has none). The rollout runs inside `recurrent_fn` as
+  one `lax.while_loop` over the B leaves of the step. λ is static: λ = 0 compiles no rollout, λ = 1 no value network,
+  so each arm of the paper's λ ablation (Fig. 4) costs only what it uses. The root is evaluated like a leaf (its value
+  enters mctx's root value, not the selection). A terminal leaf is valued by the game's result itself (reward to the
+  player who moved, discount 0, as az_jax/core/search.py does): nothing is estimated past the end of the game.
 * Statistics: the paper keeps N_v, W_v and N_r, W_r apart because value-network results arrive asynchronously, and
   mixes Q = (1 − λ) W_v/N_v + λ W_r/N_r. Here every simulation's leaf gets v_θ and z in the same step (evaluation is
   synchronous and batched across the B games: one simulation per game per step, all B leaves evaluated together), so
