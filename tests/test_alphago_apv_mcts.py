@@ -315,12 +315,6 @@ def test_priors_under_random_symmetries(planes, lambda_one_symmetric):
 # --- (4) rollouts -----------------------------------------------------------------------------------------------------
 
 
-def area_winner(state) -> int:
-    """+1 if Black wins the board as it stands (Tromp–Taylor area, komi), else −1."""
-    black, white = (int(v) for v in pgx_go._count_scores(state._x, N))
-    return 1 if black - KOMI > white else -1
-
-
 def test_own_eyes():
     """The rollouts' eye test: in EYE point 0 (Black at (0,1), (1,0), Black to move) is Black's eye; in
     `owned_board` the 16 (odd, odd) points are Black's eyes and, with White to move, none is White's."""
@@ -331,6 +325,14 @@ def test_own_eyes():
     assert not eyes[2].any()
 
 
+def lean_area_winner(final, row: int) -> int:
+    """+1 if Black wins row `row` of a rollout's final (lean) state as it stands (its board made Black's, pgx's
+    Tromp–Taylor area with komi), else −1."""
+    board = np.asarray(final.board[row]) * (1 if bool(final.black_to_move[row]) else -1)
+    black, white = (int(v) for v in pgx_go._count_scores(pgx_go.GameState(board=jnp.asarray(board, jnp.int32)), N))
+    return 1 if black - KOMI > white else -1
+
+
 def test_rollouts_end_games_with_the_result_for_the_player_to_move():
     """Row 0: the empty board, Black to move, played out by uniform p_π over sensible points: the game ends (two
     passes, or pgx's 162-move cap) and z is the area result from Black's view. Row 1: `owned_board` with White to
@@ -338,17 +340,15 @@ def test_rollouts_end_games_with_the_result_for_the_player_to_move():
     rollout = jax.jit(apv_mcts.rollout)  # the cap traced: one program for both calls
     states = stack(EMPTY, owned_board(white_to_move=True))
     z, final = rollout(ZERO_ROLLOUT, states, jax.random.key(7), 0)
-    assert final.terminated.tolist() == [True, True]
-    assert not bool(final._x.is_psk[0])
-    first = jax.tree.map(lambda x: x[0], final)
-    moves = np.asarray(final._x.step_count - states._x.step_count)
+    assert final.over.tolist() == [True, True]
+    moves = np.asarray(final.steps - states._x.step_count)
     assert moves[0] > 40 and moves[1] == 2
-    assert z.tolist() == [float(area_winner(first)), -1.0]
+    assert z.tolist() == [float(lean_area_winner(final, 0)), -1.0]
     # capped after 1 move and scored as it stands: Black's first stone owns all 81 points (81 > 0 + 7.5): +1 for
     # Black; White's pass leaves the owned board to Black: −1 for White
     z, final = rollout(ZERO_ROLLOUT, states, jax.random.key(8), 1)
-    assert np.asarray(final._x.step_count - states._x.step_count).tolist() == [1, 1]
-    assert final.terminated.tolist() == [False, False]
+    assert np.asarray(final.steps - states._x.step_count).tolist() == [1, 1]
+    assert final.over.tolist() == [False, False]
     assert z.tolist() == [1.0, -1.0]
 
 
