@@ -22,24 +22,12 @@ B = 32
 
 def midgame(plies: int, seed: int) -> pgx.State:
     """B 9×9 games after `plies` uniformly random legal moves (no passes while a point is legal)."""
-    s = jax.vmap(ENV.init)(jax.random.split(jax.random.key(seed), B))
-
-    @jax.jit
-    def move(s, key):
-        logits = jnp.where(s.legal_action_mask, 0.0, -jnp.inf).at[:, -1].set(-1e9)
-        return jax.vmap(ENV.step)(s, jax.random.categorical(key, logits, axis=-1))
-
-    for i in range(plies):
-        s = move(s, jax.random.key(1000 * seed + i))
-    return s
+    return rollout_speed.midgame(ENV, B, plies, seed)
 
 
 def policy(seed: int) -> rollout_lib.RolloutPolicy:
     """p_π with random weights on its fixed features (no pattern): moves near the last one, saving ataris, ..."""
-    weights = jax.random.normal(jax.random.key(seed), (rollout_lib.NUM_FIXED,)) * 2.0
-    return rollout_lib.RolloutPolicy(
-        response_vocabulary=jnp.zeros(0, jnp.uint32), pattern_vocabulary=jnp.zeros(0, jnp.uint32), weights=weights
-    )
+    return rollout_speed.random_policy(seed)
 
 
 pgx_rollout = jax.jit(lambda p, s, k: rollout_speed.pgx_rollout(p, s, k, ENV))  # the oracle: stepped by pgx

@@ -36,6 +36,7 @@ import pgx
 from pgx.go import State as GoState
 
 from az_jax.alphago import corpus
+from az_jax.alphago import position as position_lib
 from az_jax.alphago.position import Position, from_pgx
 from az_jax.runtime import columns
 
@@ -384,12 +385,8 @@ _FLUSH = 65_536  # positions gathered before they are appended (~50 MB on 19×19
 
 
 def _schema(size: int) -> dict[str, tuple[Any, tuple[int, ...]]]:
-    points = size * size
     return {
-        "board": (np.int8, (points,)),
-        "turns_since": (np.int8, (points,)),
-        "ko": (np.int32, ()),
-        "black_to_move": (np.bool_, ()),
+        **position_lib.schema(size),
         "action": (np.int32, ()),
         "outcome": (np.int8, ()),
         "game": (np.int32, ()),

@@ -9,9 +9,13 @@ Points are numbered as pgx numbers them (row-major from the top-left, action = r
 relative to the player to move, as the paper's features are, except `black_to_move` (the value network's extra plane).
 """
 
+from collections.abc import Mapping
+from typing import Any
+
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pgx
 from flax import struct
 
@@ -53,3 +57,28 @@ def from_pgx(state: pgx.State) -> Position:
         ko=x.ko.astype(jnp.int32),
         black_to_move=black,
     )
+
+
+# A Position's leaves as columns of a data set (az_jax/runtime/columns.py): name -> (dtype, shape of one row).
+FIELDS = ("board", "turns_since", "ko", "black_to_move")
+
+
+def schema(size: int) -> dict[str, tuple[Any, tuple[int, ...]]]:
+    """The column schema of the positions of an N×N board."""
+    points = size * size
+    return {
+        "board": (np.int8, (points,)),
+        "turns_since": (np.int8, (points,)),
+        "ko": (np.int32, ()),
+        "black_to_move": (np.bool_, ()),
+    }
+
+
+def as_columns(position: Position) -> dict[str, Any]:
+    """The leaves of `position` by column name."""
+    return {name: getattr(position, name) for name in FIELDS}
+
+
+def from_columns(columns: Mapping[str, Any]) -> Position:
+    """The Position whose leaves are the columns' arrays (as they are: memory maps stay maps)."""
+    return Position(**{name: columns[name] for name in FIELDS})

@@ -69,6 +69,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 from pgx.go import State as GoState
 
+from az_jax.alphago import position as position_lib
 from az_jax.alphago.networks import PolicyNetwork
 from az_jax.alphago.policy_player import sensible_moves
 from az_jax.alphago.position import Position, from_pgx
@@ -501,15 +502,12 @@ def load_split(path: str | os.PathLike) -> tuple[ValuePositions, ValuePositions]
 # test one commit ahead, which readers ignore and the next build takes back (columns.truncate).
 _PARTS = ("train", "test")
 _PROGRESS = ("games_done", "previous")
+_LABELS = ("outcome", "u", "game", "moves", "attempts")  # the columns besides the position's
 
 
 def _schema(size: int, u_max: int) -> dict[str, tuple[Any, tuple[int, ...]]]:
-    points = size * size
     return {
-        "board": (np.int8, (points,)),
-        "turns_since": (np.int8, (points,)),
-        "ko": (np.int32, ()),
-        "black_to_move": (np.bool_, ()),
+        **position_lib.schema(size),
         "outcome": (np.int8, ()),
         "u": (np.int32, ()),
         "game": (np.int32, ()),
@@ -548,15 +546,18 @@ def _read_directory(path: str | os.PathLike) -> tuple[dict, ValuePositions, Valu
         except columns.ColumnsError as e:
             raise ValueDataError(f"{path} is not a readable value data set: {e}") from None
         a = {k: v[: rows[name]] for k, v in a.items()}
-        parts.append(
-            ValuePositions(
-                position=Position(
-                    board=a["board"], turns_since=a["turns_since"], ko=a["ko"], black_to_move=a["black_to_move"]
-                ),
-                **{f: a[f] for f in ("outcome", "u", "game", "moves", "attempts")},
-            )
-        )
+        parts.append(ValuePositions(position=position_lib.from_columns(a), **{f: a[f] for f in _LABELS}))
     return settings, parts[0], parts[1], games
+
+
+def _check_settings(target: Path, meta: dict, old: dict) -> None:
+    """ValueDataError (one line) when the set at `target` was built with other settings than `meta`."""
+    changed = sorted(k for k in set(meta) | set(old) if meta.get(k) != old.get(k))
+    if changed:
+        raise ValueDataError(
+            f"{target} holds a value data set with other settings ({', '.join(changed)} differ); "
+            "use another path or pass overwrite"
+        )
 
 
 def _open_directory(target: Path, meta: dict, overwrite: bool) -> int:
@@ -577,12 +578,7 @@ def _open_directory(target: Path, meta: dict, overwrite: bool) -> int:
         old, games, rows = _state(target)
     except ValueDataError as e:
         raise ValueDataError(f"{target} exists and is not this value data set ({e}); pass overwrite") from None
-    changed = sorted(k for k in set(meta) | set(old) if meta.get(k) != old.get(k))
-    if changed:
-        raise ValueDataError(
-            f"{target} holds a value data set with other settings ({', '.join(changed)} differ); "
-            "use another path or pass overwrite"
-        )
+    _check_settings(target, meta, old)
     test_meta, test_rows = columns.meta(target / "test")
     if test_rows != rows["test"]:
         taken_back = {**meta, "games_done": games, "previous": test_meta["previous"]}
@@ -597,9 +593,7 @@ def _append_directory(target: Path, meta: dict, part: ValuePositions, games_done
         store = target / name
         old, rows = columns.meta(store)
         chosen = part.take(mask)
-        p = chosen.position
-        arrays = {"board": p.board, "turns_since": p.turns_since, "ko": p.ko, "black_to_move": p.black_to_move}
-        arrays |= {f: getattr(chosen, f) for f in ("outcome", "u", "game", "moves", "attempts")}
+        arrays = position_lib.as_columns(chosen.position) | {f: getattr(chosen, f) for f in _LABELS}
         columns.append(store, arrays, {**meta, "games_done": games_done, "previous": [old["games_done"], rows]})
 
 
@@ -668,12 +662,7 @@ def build(
             old_meta, old, games_done = _read(target)
         except ValueDataError as e:
             raise ValueDataError(f"{target} exists and is not this value data set ({e}); pass overwrite") from None
-        changed = sorted(k for k in set(meta) | set(old_meta) if meta.get(k) != old_meta.get(k))
-        if changed:
-            raise ValueDataError(
-                f"{target} holds a value data set with other settings ({', '.join(changed)} differ); "
-                "use another path or pass overwrite"
-            )
+        _check_settings(target, meta, old_meta)
         parts.append(old)
     key = jax.random.key(seed)
     start = last_save = time.perf_counter()
