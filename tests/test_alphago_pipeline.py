@@ -20,6 +20,7 @@ from az_jax.alphago import (
     reinforce,
     rollout_policy,
     supervised,
+    tree_policy,
     value_data,
     value_training,
 )
@@ -130,6 +131,7 @@ def test_every_stage_has_the_presets_counts(runs):
         "data": "skipped",
         "sl": "skipped",
         "rollout": "done",
+        "tree": "done",
         "rl": "done",
         "value-data": "done",
         "value": "done",
@@ -141,6 +143,10 @@ def test_every_stage_has_the_presets_counts(runs):
     rollout_policy.load(os.path.join(d, "rollout.npz"))
     with np.load(os.path.join(d, "rollout.npz")) as f:
         assert json.loads(str(f["report"]))["steps"] == 5
+    # p_τ: the same 5 steps, and its diamonds are counted
+    tree_policy.load(os.path.join(d, "tree.npz"))
+    with np.load(os.path.join(d, "tree.npz")) as f:
+        assert json.loads(str(f["report"]))["steps"] == 5 and "diamond_patterns" in json.loads(str(f["report"]))
     # p_ρ: 2 iterations, a metrics line each; the pool gains ρ after each (pool_every = 1): σ + 2 = 3 members
     rl_dir = os.path.join(d, "rl")
     assert reinforce.restore_params(rl_dir)[2] == 2 and lines_of(os.path.join(rl_dir, "metrics.jsonl")) == 2
@@ -181,7 +187,7 @@ def test_unknown_preset_or_stage_is_one_line(tmp_path):
     argv = ["alphago", "pipeline", "--preset", "9x9-cpu", "--dir", str(tmp_path / "b"), "--until", "selfplay"]
     code, err = in_process(argv)
     assert (code, len(err)) == (2, 1), err
-    assert "unknown stage 'selfplay'; the stages are games, data, sl, rollout, rl, value-data, value" in err[0]
+    assert "unknown stage 'selfplay'; the stages are games, data, sl, rollout, tree, rl, value-data, value" in err[0]
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()  # refused before anything is written
 
 

@@ -4,6 +4,7 @@
     data        the position data set at dataset.default_path(N), built when missing (9×9: or older than the games)
     sl          p_σ                    DIR/sl              supervised.train (resumes)
     rollout     p_π                    DIR/rollout.npz     rollout_policy.train + save (skipped when the file exists)
+    tree        p_τ                    DIR/tree.npz        tree_policy.train + save, p_π's settings (as rollout)
     rl          p_ρ                    DIR/rl              reinforce.train from DIR/sl (resumes)
     value-data  one position a game    DIR/value_data/     value_data.build (resumes, appends)
     value       v_θ                    DIR/value           value_training.train (resumes)
@@ -36,13 +37,14 @@ from az_jax.alphago import (
     reinforce,
     rollout_policy,
     supervised,
+    tree_policy,
     value_data,
     value_training,
 )
 from az_jax.alphago.presets import AlphaGoPreset
 from az_jax.runtime import files
 
-STAGES = ("games", "data", "sl", "rollout", "rl", "value-data", "value")
+STAGES = ("games", "data", "sl", "rollout", "tree", "rl", "value-data", "value")
 
 
 class PipelineError(Exception):
@@ -157,14 +159,19 @@ def run(
             else:
                 train, test = positions()
                 done(stage, supervised.train(sl_config, train, test, run_dir, str(data_path), log=logger(stage)))
-        elif stage == "rollout":
-            path = part("rollout")
+        elif stage in ("rollout", "tree"):  # p_τ (the expansion threshold's placeholder priors) trains as p_π
+            path = part(stage)
             if os.path.exists(path):
                 skipped(stage, f"{path} exists")
             else:
                 train, test = positions()
-                policy, report = rollout_policy.train(train, test, preset.rollout)
-                rollout_policy.save(path, policy, report)
+                family, save = (
+                    (rollout_policy.ROLLOUT, rollout_policy.save)
+                    if stage == "rollout"
+                    else (tree_policy.TREE, tree_policy.save)
+                )
+                policy, report = rollout_policy.train(train, test, preset.rollout, family)
+                save(path, policy, report)
                 done(stage, report)
         elif stage == "rl":
             run_dir = part("rl")

@@ -145,7 +145,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--until",
         default=None,
         metavar="STAGE",
-        help="stop after this stage: games, data, sl, rollout, rl, value-data or value (default: all)",
+        help="stop after this stage: games, data, sl, rollout, tree, rl, value-data or value (default: all)",
     )
     pipeline.add_argument(
         "--data",
