@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -87,8 +88,8 @@ def run(
 ) -> dict:
     """Runs (or continues) the stages of `preset` into `directory`, stopping after stage `until` (default: all); see
     the module docstring. `workers`: GNU Go processes for the 9×9 games (default: one per core). Returns
-    {"preset", "directory", "stages": {stage: its report, with "status" "done" or "skipped"}}. `log` gets each
-    stage's progress lines and its report, with "stage" added."""
+    {"preset", "directory", "stages": {stage: its report, with "status" "done" (and the stage's "seconds") or
+    "skipped"}}. `log` gets each stage's progress lines and its report, with "stage" added."""
     if until is not None and until not in STAGES:
         raise PipelineError(f"unknown stage {until!r}; the stages are {', '.join(STAGES)}")
     directory = os.fspath(directory)
@@ -112,7 +113,7 @@ def run(
         return train, test
 
     def done(stage: str, report: dict) -> None:
-        reports[stage] = {"status": "done", **report}
+        reports[stage] = {"status": "done", **report, "seconds": round(time.perf_counter() - started, 1)}
         log({"stage": stage, **reports[stage]})
 
     def skipped(stage: str, why: str) -> None:
@@ -120,6 +121,7 @@ def run(
         log({"stage": stage, **reports[stage]})
 
     for stage in stages:
+        started = time.perf_counter()
         if stage == "games":
             if data is not None:
                 skipped(stage, f"the data set {data_path} is given")
