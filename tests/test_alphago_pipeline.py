@@ -21,7 +21,7 @@ from az_jax.alphago import (
     rollout_policy,
     supervised,
     tree_policy,
-    value_data,
+    value_store,
     value_training,
 )
 from az_jax.alphago.presets import PRESETS, AlphaGoPreset
@@ -154,7 +154,7 @@ def test_every_stage_has_the_presets_counts(runs):
     assert reinforce.read_config(rl_dir)[2]["sl_run"] == os.path.abspath(os.path.join(d, "sl"))
     # value data: exactly the 20 games (2 batches of 10), one position each; game 19 held out
     assert columns.meta(os.path.join(d, "value_data", "train"))[0]["games_done"] == 20
-    train, test = value_data.load_split(os.path.join(d, "value_data"))
+    train, test = value_store.load_split(os.path.join(d, "value_data"))
     assert (len(train), len(test), test.game.tolist()) == (19, 1, [19])
     # v_θ: 3 steps
     value_config, _, value_step = value_training.restore_params(os.path.join(d, "value"))

@@ -17,7 +17,7 @@ import pgx
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from az_jax.alphago import supervised, value_data, value_training
+from az_jax.alphago import supervised, value_data, value_store, value_training
 from az_jax.alphago.dataset import Positions
 from az_jax.alphago.networks import PolicyNetwork
 from az_jax.alphago.position import Position, from_pgx
@@ -159,11 +159,11 @@ def test_build_resumes_and_refuses_another_data_set(tmp_path):
     path = tmp_path / "value9.npz"
     first = value_data.build(path, SL, RL, N, games_total=GAMES, batch=GAMES, seed=2)
     assert first["games"] == GAMES and first["new_positions"] == first["positions"] > 0
-    before = value_data.load(path)
+    before = value_store.load(path)
     # games_total 100 rounds up to whole batches: 128 games, the first 64 kept as they were.
     second = value_data.build(path, SL, RL, N, games_total=100, batch=GAMES, seed=2)
     assert second["games"] == 2 * GAMES and second["positions"] == first["positions"] + second["new_positions"]
-    after = value_data.load(path)
+    after = value_store.load(path)
     m = len(before)
     for name in ("outcome", "u", "game", "moves"):
         np.testing.assert_array_equal(getattr(after, name)[:m], getattr(before, name), err_msg=name)
@@ -178,7 +178,7 @@ def test_build_resumes_and_refuses_another_data_set(tmp_path):
     again = from_pgx(value_data.replay_states(padded, N))
     np.testing.assert_array_equal(np.asarray(again.board), after.position.board[:GAMES])
     # held out: one game in 20 by index, 19, 39, …, 119 (6 of 128), whichever of them gave a position
-    train, test = value_data.load_split(path)
+    train, test = value_store.load_split(path)
     assert set(test.game.tolist()) <= {19, 39, 59, 79, 99, 119} and len(test) + len(train) == len(after)
     assert set(test.game.tolist()) == set(after.game.tolist()) & {19, 39, 59, 79, 99, 119}
     # complete: nothing more to do, the file is left as it is
@@ -196,14 +196,14 @@ def test_build_resumes_and_refuses_another_data_set(tmp_path):
     with pytest.raises(value_data.ValueDataError, match="not this value data set"):
         value_data.build(broken, SL, RL, N, games_total=GAMES, batch=GAMES)
     with pytest.raises(value_data.ValueDataError, match="no value data set"):
-        value_data.load(tmp_path / "missing.npz")
+        value_store.load(tmp_path / "missing.npz")
     assert (tmp_path / "missing.npz").exists() is False and sorted(p.name for p in tmp_path.iterdir()) == [
         "broken.npz",
         "value9.npz",
     ]  # no temporary file left behind
 
 
-def _same(a: value_data.ValuePositions, b: value_data.ValuePositions) -> None:
+def _same(a: value_store.ValuePositions, b: value_store.ValuePositions) -> None:
     order_a, order_b = np.argsort(a.game), np.argsort(b.game)
     for name in ("outcome", "u", "game", "moves", "attempts"):
         np.testing.assert_array_equal(getattr(a, name)[order_a], getattr(b, name)[order_b], err_msg=name)
@@ -230,20 +230,20 @@ def test_a_directory_is_appended_to_and_a_save_killed_halfway_is_taken_back(tmp_
         value_data.build(d, SL, RL, N, games_total=2 * GAMES, batch=GAMES, seed=2, save_every_seconds=0)
     monkeypatch.setattr(columns, "append", append)
     assert columns.meta(d / "test")[1] > one_save["test"]  # held-out games of 79, 99, 119 got in before the kill
-    train, test = value_data.load_split(d)  # ... and readers do not see it
+    train, test = value_store.load_split(d)  # ... and readers do not see it
     assert (len(train), len(test)) == (one_save["train"], one_save["test"]) and test.game.max() < GAMES
     assert isinstance(train.position.board, np.memmap) and isinstance(test.moves, np.memmap)
     report = value_data.build(d, SL, RL, N, games_total=2 * GAMES, batch=GAMES, seed=2, save_every_seconds=0)
-    assert report["games"] == 2 * GAMES and report["positions"] == len(value_data.load(whole))
-    w_train, w_test = value_data.load_split(whole)
-    train, test = value_data.load_split(d)
+    assert report["games"] == 2 * GAMES and report["positions"] == len(value_store.load(whole))
+    w_train, w_test = value_store.load_split(whole)
+    train, test = value_store.load_split(d)
     _same(train, w_train)
     _same(test, w_test)  # those games once, not twice
     with pytest.raises(value_data.ValueDataError, match=r"\(seed differ\)"):
         value_data.build(d, SL, RL, N, games_total=3 * GAMES, batch=GAMES, seed=3)
     (d / "train" / "columns.json").write_text("{}")
     with pytest.raises(value_data.ValueDataError, match="not a readable value data set") as e:
-        value_data.load_split(d)
+        value_store.load_split(d)
     assert "\n" not in str(e.value)
 
 

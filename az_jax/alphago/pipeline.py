@@ -40,6 +40,7 @@ from az_jax.alphago import (
     supervised,
     tree_policy,
     value_data,
+    value_store,
     value_training,
 )
 from az_jax.alphago.presets import AlphaGoPreset
@@ -201,7 +202,7 @@ def run(
         elif stage == "value":
             run_dir = part("value")
             step = _latest_step(run_dir)
-            train_v, test_v = value_data.load_split(part("value_data"))
+            train_v, test_v = value_store.load_split(part("value_data"))
             value_config = preset.value_config(len(train_v))
             if step is not None and step >= value_config.steps and value_training.read_config(run_dir) == value_config:
                 skipped(stage, f"{run_dir} is at step {step}")

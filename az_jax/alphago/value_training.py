@@ -111,7 +111,7 @@ class ValueConfig:
 
 
 class Labelled(Protocol):
-    """Positions with outcomes: value_data.ValuePositions, or dataset.Positions (every position of expert games,
+    """Positions with outcomes: value_store.ValuePositions, or dataset.Positions (every position of expert games,
     the paper's over-fitting KGS comparison)."""
 
     @property

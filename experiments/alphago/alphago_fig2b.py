@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from az_jax.alphago import agent as agent_lib
-from az_jax.alphago import apv_mcts, reinforce, rollout_policy, supervised, value_data, value_training
+from az_jax.alphago import apv_mcts, reinforce, rollout_policy, supervised, value_data, value_store, value_training
 
 
 def _p_pi_evaluator(policy, key: jax.Array, k: int):
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    _, held_out = value_data.load_split(agent_lib.part(args.agent, "value_data"))
+    _, held_out = value_store.load_split(agent_lib.part(args.agent, "value_data"))
     if args.positions:
         held_out = held_out.take(np.arange(min(args.positions, len(held_out))))
     bins = [int(b) for b in args.bins.split(",")]

@@ -11,9 +11,9 @@
     az-jax alphago pipeline --preset NAME --dir DIR [--until STAGE] [--data FILE] [--set STAGE.KEY=VALUE ...]
                                                                                    every stage above (resumable)
 
-An agent directory (az_jax/alphago/agent.py: DIR/sl, DIR/rollout.npz, DIR/rl, DIR/value_data, DIR/value) is what
-the `alphago:DIR` player searches with; `pipeline` runs every stage into one from a preset (az_jax/alphago/presets.py:
-9x9-cpu, 9x9, 19x19, 19x19-smoke), and `alphago:DIR` then searches as the preset says.
+An agent directory (az_jax/alphago/agent.py: DIR/sl, DIR/rollout.npz, DIR/tree.npz, DIR/rl, DIR/value_data,
+DIR/value) is what the `alphago:DIR` player searches with; `pipeline` runs every stage into one from a preset
+(az_jax/alphago/presets.py: 9x9-cpu, 9x9, 19x19, 19x19-smoke), and `alphago:DIR` then searches as the preset says.
 
 A data set (DATA) is a directory that `data` and `value-data` write a part at a time and the training stages read
 as memory maps (never whole), or, where the path ends in .npz, one file written and read whole (small sets).
@@ -190,6 +190,7 @@ def run(args) -> int:
         supervised,
         tree_policy,
         value_data,
+        value_store,
         value_training,
     )
 
@@ -286,7 +287,7 @@ def run(args) -> int:
             )
             _report(report)
         elif args.stage == "value":
-            train_v, test_v = value_data.load_split(args.data)
+            train_v, test_v = value_store.load_split(args.data)
             size = int(round(train_v.position.board.shape[-1] ** 0.5))
             value_names = ("filters", "layers", "hidden", "batch_size", "learning_rate", "steps", "eval_every", "seed")
             try:
