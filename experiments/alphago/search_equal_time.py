@@ -10,7 +10,8 @@ expanded at once), both with one agent directory's networks.
    `--old-simulations`; the new at the same count and twice it, and its simulations for equal time are read off the
    line through those two points (rounded to a multiple of its leaves), then timed again.
 2. Strength: `--games` games between the two at those counts (colours alternating, the game's random opening
-   plies), batched on the devices like `az-jax eval` (time per move only sets the counts), and the Elo difference of
+   plies), batched on the devices (one per core) like `az-jax eval` (time per move only sets the counts; a search at
+   batch 1 runs on one device, so on one core), and the Elo difference of
    the new search with its 95% interval (evaluation/elo.elo_difference).
 
 Both searches take λ and the other settings from the agent's preset.json unless `--new` / `--old` name them
@@ -28,6 +29,7 @@ import jax
 from az_jax.evaluation import elo
 from az_jax.evaluation import match as match_lib
 from az_jax.evaluation.players import make_player
+from az_jax.runtime import host_devices
 from envs import get_game
 from experiments.alphago.apv_speed import opening
 
@@ -58,6 +60,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
+    host_devices.setup()  # one device per core, as `az-jax eval` has
 
     with open(f"{args.agent}/preset.json") as f:
         size = json.load(f)["size"]
