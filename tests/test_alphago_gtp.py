@@ -7,15 +7,23 @@ tests/test_alphago_play.py (random 2 × 4 networks, zero-weight rollout policy, 
 import contextlib
 import dataclasses
 import io
+import shutil
 
 import jax
+import jax.numpy as jnp
+import mctx
 import numpy as np
 import pytest
 from test_alphago_play import agent, agent_dir  # noqa: F401 (module fixtures)
 
+from az_jax.alphago import play_agent, rollout_policy, tree_policy
 from az_jax.apps import cli
+from az_jax.core.search import MASKED
 from az_jax.frontends.gtp_engine import GoEngine
+from az_jax.frontends.tree_search import TreeSearch
 from envs.notation import go
+
+Tree = mctx.Tree
 
 pytestmark = pytest.mark.usefixtures("fast_compiles")
 
@@ -113,3 +121,62 @@ def test_cli_plays_an_alphago_directory_and_refuses_what_does_not_apply(agent_di
     ]:
         code, out, err = in_process(["gtp", "--run-dir", str(agent_dir), *extra])
         assert (code, len(err), out) == (2, 1, "") and needle in err[0], err
+
+
+def test_expansion_threshold_in_the_kept_tree(agent_dir, tmp_path):  # noqa: F811
+    """n_thr = 2, 4 leaves a step, λ = 0 (no rollouts: the tree is deterministic) and p_τ with zero weights, so its
+    placeholder priors are equal (0) over the sensible points while p_σ's are not. The engine's kept tree grown in one
+    call is the agent's own search (apv_mcts.search, virtual_loss.search) visit for visit; a node with at most 2
+    visits has no node under it and still p_τ's priors, one with more has p_σ's; playing a move whose node is below
+    the threshold starts a fresh tree, one above keeps its subtree."""
+    directory = tmp_path / "agent"
+    shutil.copytree(agent_dir, directory)
+    zero = tree_policy.TreePolicy(
+        response_vocabulary=jnp.zeros(0, jnp.uint32),
+        pattern_vocabulary=jnp.zeros(0, jnp.uint32),
+        diamond_vocabulary=jnp.zeros(0, jnp.uint32),
+        weights=jnp.zeros(rollout_policy.NUM_FIXED + tree_policy.NUM_EXTRA, jnp.float32),
+    )
+    tree_policy.save(directory / "tree.npz", zero)
+    loaded = play_agent.load(str(directory), expansion_threshold=2)
+    search = dataclasses.replace(loaded.config.search, lam=0.0, leaves=4)
+    thr_agent = dataclasses.replace(loaded, config=dataclasses.replace(loaded.config, search=search))
+    env = thr_agent.env
+    state = env.step(env.init(jax.random.key(0)), jnp.int32(40))  # after Black's E5
+
+    def grown() -> TreeSearch:
+        ts = TreeSearch(thr_agent, capacity=64, chunk=SIMS, search="alphago", leaves=4)
+        ts.reset(state)
+        assert ts.search(SIMS) == SIMS  # 4 steps of 4 leaves, one call
+        return ts
+
+    ts = grown()
+    _, out = thr_agent.search(jax.tree.map(lambda x: x[None], state), jax.random.key(0), SIMS)
+    visits = np.asarray(ts._get("root_visits"))
+    np.testing.assert_array_equal(visits, np.asarray(out.search_tree.children_visits[0, 0]))
+    tree = jax.tree.map(lambda x: np.asarray(x[0]), ts._tree)
+    used = ts._nodes
+    for node in range(1, used):
+        logits = tree.children_prior_logits[node]
+        sensible = logits > MASKED / 2
+        flat = np.ptp(logits[sensible]) == 0  # p_τ's zero weights: one value on every sensible point
+        if tree.node_visits[node] <= 2:
+            assert flat and (tree.children_index[node] == Tree.UNVISITED).all(), node
+        else:
+            assert not flat, node
+    children = np.asarray(ts._get("root_children"))
+    low = [a for a in range(82) if children[a] >= 0 and tree.node_visits[children[a]] <= 2]
+    high = [a for a in range(82) if children[a] >= 0 and tree.node_visits[children[a]] > 2]
+    assert low and high, visits  # a search with both kinds at the root
+    ts.play(low[0])
+    assert (ts.reused, ts.visits) == (0, 0)
+    ts = grown()
+    ts.play(high[0])
+    assert ts.reused == ts.visits == tree.node_visits[children[high[0]]] - 1 >= 2
+    code, out, err = in_process(["gtp", "--run-dir", str(agent_dir), "--expansion-threshold", "2"])
+    assert (code, len(err)) == (2, 1) and "tree.npz" in err[0], err  # the fixture's directory has no p_τ
+    code, out, err = in_process(
+        ["gtp", "--run-dir", str(directory), "--simulations", "8", "--expansion-threshold", "2", "--capacity", "64"],
+        stdin="1 genmove b\nquit\n",
+    )
+    assert code == 0 and out.startswith("=1 ") and go.is_vertex(out.split("\n\n")[0][3:], 9), (out, err)

@@ -95,8 +95,9 @@ class PlayAgent:
 
     def tree_evaluator(self, env: pgx.Env) -> tree_search.Evaluator:
         """The priors and leaf values of the agent's search (p_σ^β; (1 − λ)·v_θ + λ·z, rollouts scored by `env`'s
-        komi) for a tree an engine keeps between moves (az_jax/frontends/tree_search.py), searched by the method
-        "alphago" (the paper's selection)."""
+        komi; with an expansion threshold, p_τ's placeholder priors until a node's visits pass it) for a tree an
+        engine keeps between moves (az_jax/frontends/tree_search.py), searched by the method "alphago" (the paper's
+        selection)."""
         return _tree_evaluator(self.config.search, self.networks.policy_config, self.networks.value_config, env)
 
     def search(
@@ -134,7 +135,14 @@ def _tree_evaluator(
     def recurrent_fn(variables, key, action, states):
         return recurrent(nets(variables), key, action, states)
 
-    return tree_search.Evaluator(root, recurrent_fn)
+    if not config.expansion_threshold:
+        return tree_search.Evaluator(root, recurrent_fn)
+    priors = apv_mcts.make_prior_fn(config)  # p_σ^β, replacing p_τ's placeholders past the threshold
+
+    def prior_fn(variables, key, states):
+        return priors(nets(variables), key, states)
+
+    return tree_search.Evaluator(root, recurrent_fn, n_thr=config.expansion_threshold, prior_fn=prior_fn)
 
 
 @functools.cache
@@ -156,9 +164,12 @@ def _policy_value(policy_config: supervised.SLConfig, value_config: value_traini
     return jax.jit(fn)
 
 
-def load(directory: str, default_simulations: int | None = None) -> PlayAgent:
-    """The agent of an AlphaGo agent directory with its search (`search_config`): the networks its λ needs
-    (agent.load). AgentError or PresetError (one line) when a part is missing or unreadable."""
+def load(directory: str, default_simulations: int | None = None, expansion_threshold: int | None = None) -> PlayAgent:
+    """The agent of an AlphaGo agent directory with its search (`search_config`; `expansion_threshold` replaces its
+    n_thr): the networks its λ needs, and p_τ with a threshold (agent.load). AgentError or PresetError (one line) when
+    a part is missing or unreadable."""
     config = search_config(directory, default_simulations)
-    networks = agent_lib.load(directory, lam=config.lam)
+    if expansion_threshold is not None:
+        config = dataclasses.replace(config, expansion_threshold=expansion_threshold)
+    networks = agent_lib.load(directory, lam=config.lam, tree=config.expansion_threshold > 0)
     return PlayAgent(os.path.abspath(directory), networks, PlayConfig(f"go_{networks.size}x{networks.size}", config))

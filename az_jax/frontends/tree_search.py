@@ -91,6 +91,10 @@ class Evaluator:
 
     root: Callable
     recurrent_fn: Callable
+    # An expansion threshold n_thr > 0 (az_jax/core/virtual_loss.py): recurrent_fn's priors are placeholders, and
+    # `prior_fn(variables, key, states [M, ...]) -> prior logits [M, A]` gives a node's own once its visits pass n_thr.
+    n_thr: int = 0
+    prior_fn: Callable | None = None
 
 
 @functools.cache
@@ -130,8 +134,13 @@ class _Programs:
             raise ValueError(
                 f"the search method {search!r} cannot continue a kept tree; an engine searches by one that can"
             )
-        if leaves > 1 and search != "alphago":
-            raise ValueError(f"leaves per step (virtual loss) are for the search method alphago, not {search!r}")
+        # several leaves a step, or an expansion threshold: the tree grows by core/virtual_loss.py, not mctx's loop
+        self.virtual = leaves > 1 or evaluator.n_thr > 0
+        if self.virtual and search != "alphago":
+            raise ValueError(
+                "leaves per step (virtual loss) and expansion thresholds are for the search method alphago, "
+                f"not {search!r}"
+            )
         # the tree holds the root and one node per simulation; no root noise (AlphaZero, Methods: evaluation)
         settings = search_lib.SearchConfig(
             num_simulations=capacity - 1, algorithm=search, c_init=c_init, c_base=c_base, dirichlet_fraction=0.0
@@ -145,14 +154,15 @@ class _Programs:
             return method.run(variables, key, root, recurrent_fn, invalid, settings, loop_fn=loop_fn).search_tree
 
         def fresh(variables, key, state):
-            """A tree of the root alone (mctx's own initial tree: root evaluated, one visit); with leaves > 1 its
-            extra_data holds the in-flight counts of virtual loss (all 0)."""
+            """A tree of the root alone (mctx's own initial tree: root evaluated, one visit); grown by virtual_loss,
+            its extra_data holds the in-flight counts of virtual loss (all 0)."""
             tree = policy(variables, key, state, lambda lower, upper, body, init: init)
-            return tree.replace(extra_data=virtual_loss.in_flight(tree)) if leaves > 1 else tree
+            return tree.replace(extra_data=virtual_loss.in_flight(tree)) if self.virtual else tree
 
         def extend_virtual(variables, key, tree, free, first_step, steps):
-            """`steps` steps of `leaves` leaves each under virtual loss (az_jax/core/virtual_loss.py) on `tree`,
-            whose next unused node is `free` [1]; -> (tree, free)."""
+            """`steps` steps of `leaves` leaves each under virtual loss (az_jax/core/virtual_loss.py), with the
+            evaluator's expansion threshold, on `tree`, whose next unused node is `free` [1]; -> (tree, free). What
+            crosses the threshold in the last step gets its priors at the end of the call."""
             return virtual_loss.grow(
                 variables,
                 key,
@@ -164,6 +174,8 @@ class _Programs:
                 leaves=leaves,
                 c_puct=c_init,
                 n_vl=n_vl,
+                n_thr=evaluator.n_thr,
+                prior_fn=evaluator.prior_fn,
             )
 
         def extend(variables, key, tree, start, count):
@@ -320,7 +332,9 @@ class TreeSearch:
         evaluator = evaluator or network_evaluator(agent.setup.apply_fn, self.env)
         self._programs = _programs(evaluator, self.env, config.c_init, config.c_base, capacity, search, leaves, n_vl)
         self.leaves = leaves
-        self._nodes = 1  # nodes in use (leaves > 1; a step's leaves that meet at one new node add one node)
+        self.n_thr = evaluator.n_thr
+        self._virtual = self._programs.virtual
+        self._nodes = 1  # nodes in use (grown by virtual_loss: a step's leaves that meet at one new node add one node)
         self._steps = 0  # virtual-loss steps run on this tree (their keys' numbers)
         self._key = jax.random.key(seed)
         self._tree_key = self._key
@@ -356,17 +370,17 @@ class TreeSearch:
 
     @property
     def full(self) -> bool:
-        if self.leaves > 1:
+        if self._virtual:
             return self._nodes + self.leaves > self.capacity
         return self.visits + 1 >= self.capacity
 
     def search(self, num_simulations: int) -> int:
         """Adds up to `num_simulations` simulations, `chunk` at a time (fewer once the tree is full); returns how
-        many it added. With leaves > 1, whole steps of `leaves` simulations: at least one step when there is room,
-        so it may add up to leaves − 1 more than asked."""
+        many it added. With leaves > 1 (or an expansion threshold), whole steps of `leaves` simulations: at least one
+        step when there is room, so it may add up to leaves − 1 more than asked."""
         tree = self._require()
         added = 0
-        if self.leaves > 1:
+        if self._virtual:
             while added < num_simulations and not self.full:
                 want = -(-min(self.chunk, num_simulations - added) // self.leaves)  # steps, rounded up
                 steps = min(want, (self.capacity - self._nodes) // self.leaves)
@@ -399,12 +413,13 @@ class TreeSearch:
             raise ValueError(f"action {action} is not legal here")
         next_state = self._programs.step(self.state, jnp.int32(action))
         child = int(self._get("root_children")[action])
-        if child == Tree.UNVISITED:
+        if child == Tree.UNVISITED or (self.n_thr > 0 and self._get("node_visits")[child] <= self.n_thr):
+            # none, or a leaf below the expansion threshold: no node under it, and only the placeholder priors
             self.reset(next_state)
             return
         # The subtree's nodes, in node order: mctx numbers a node after its parent, so one pass over the parents
         # finds every descendant of `child`.
-        parents, used = self._get("parents"), (self._nodes if self.leaves > 1 else self.visits + 1)
+        parents, used = self._get("parents"), (self._nodes if self._virtual else self.visits + 1)
         inside = np.zeros(self.capacity, bool)
         inside[child] = True
         for node in range(child + 1, used):
@@ -418,7 +433,7 @@ class TreeSearch:
         self._tree = self._programs.subtree(tree, padded, np.int32(size), remap, next_state.legal_action_mask)
         self._host = None
         self.state = next_state
-        if self.leaves > 1:  # a node visited twice in one step holds more visits than nodes below it
+        if self._virtual:  # a node visited twice in one step (or below the threshold) holds more visits than nodes
             self._nodes, self._steps = size, 0
             self._tree_key = self._next_key()  # the moved tree's steps draw from a new key (numbered from 0 again)
             self.reused = self.visits

@@ -130,6 +130,6 @@ def alphago_directory_agent(args):
             "plays the latest network of each stage"
         )
     try:
-        return play_agent.load(args.run_dir)
+        return play_agent.load(args.run_dir, expansion_threshold=getattr(args, "expansion_threshold", None))
     except (alphago_agent.AgentError, presets.PresetError) as e:
         raise UsageError(str(e)) from None

@@ -78,6 +78,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="an AlphaGo agent: leaves per tree per step under virtual loss, evaluated together (default: its "
         "preset's, 1 without)",
     )
+    parser.add_argument(
+        "--expansion-threshold",
+        type=bounded_int(0, 1_000_000),
+        default=None,
+        help="an AlphaGo agent: visits before a node of the kept tree is expanded with p_σ's priors, p_τ's until "
+        "then (needs DIR/tree.npz; the paper's 40; default: its preset's, 0: at once)",
+    )
     add_search(parser)
     add_weights(parser)
     parser.set_defaults(search=None, weights=None)  # None: not given (an AlphaGo directory takes neither)
@@ -99,8 +106,9 @@ def run(args) -> int:
             sims = args.simulations or agent.default_simulations
             capacity = max(tree_search.default_capacity(agent.env), 2 * sims + leaves)
     else:
-        if args.leaves is not None:
-            raise UsageError("--leaves: for AlphaGo agent directories (virtual loss is AlphaGo's search)")
+        for flag, value in (("--leaves", args.leaves), ("--expansion-threshold", args.expansion_threshold)):
+            if value is not None:
+                raise UsageError(f"{flag}: for AlphaGo agent directories (it is a part of AlphaGo's search)")
         agent = load_agent(args.run_dir, step=args.step, weights=args.weights or "best")
         search, leaves = engine_search(args.search or "puct"), 1
     if agent.config.game not in gtp_engine.GO_GAMES:
