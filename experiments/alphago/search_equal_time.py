@@ -26,12 +26,7 @@ import zlib
 
 import jax
 
-from az_jax.evaluation import elo
-from az_jax.evaluation import match as match_lib
-from az_jax.evaluation.players import make_player
 from az_jax.runtime import host_devices
-from envs import get_game
-from experiments.alphago.apv_speed import opening
 
 
 def spec(agent: str, simulations: int, extra: str) -> str:
@@ -60,7 +55,12 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
-    host_devices.setup()  # one device per core, as `az-jax eval` has
+    host_devices.setup()  # one device per core, as `az-jax eval` has: before anything starts JAX's backend
+    from az_jax.evaluation import elo
+    from az_jax.evaluation import match as match_lib
+    from az_jax.evaluation.players import make_player
+    from envs import get_game
+    from experiments.alphago.apv_speed import opening
 
     with open(f"{args.agent}/preset.json") as f:
         size = json.load(f)["size"]
