@@ -7,7 +7,9 @@ numbers README's AlphaGo tables quote, so each can be checked without rerunning 
 Read: p_σ's and v_θ's last `metrics.jsonl` line (held-out accuracy / MSE), p_π's and p_τ's reports saved in their
 .npz files, p_ρ's evaluations against p_σ (`win_rate_vs_sl` of `rl/metrics.jsonl`) and its self-play rate, the
 value data's counts (value_store.load_split), and, from the pipeline's JSON-lines log when given, each stage's
-seconds and report.
+seconds and report. With `--time`, p_π's and p_τ's time per move selection (rollout_policy.time_per_move) on the
+held-out expert positions of the agent's data set, at batch 1 and 256 (a measurement, so the only part that needs the
+machine quiet).
 """
 
 import argparse
@@ -17,7 +19,7 @@ import os
 import numpy as np
 
 from az_jax.alphago import agent as agent_lib
-from az_jax.alphago import value_store
+from az_jax.alphago import dataset, rollout_policy, tree_policy, value_store
 from az_jax.runtime.files import read_jsonl
 
 
@@ -26,6 +28,22 @@ def _report(path: str) -> dict | None:
         return None
     with np.load(path, allow_pickle=False) as f:
         return json.loads(str(f["report"]))
+
+
+def times(directory: str, size: int) -> dict:
+    """µs per move selection of p_π and p_τ at batch 1 and 256 on the held-out positions of the default data set."""
+    _, test = dataset.load_split(dataset.default_path(size))
+    out = {}
+    for name, load, family in (
+        ("p_pi", rollout_policy.load, rollout_policy.ROLLOUT),
+        ("p_tau", tree_policy.load, tree_policy.TREE),
+    ):
+        policy = load(agent_lib.part(directory, "rollout" if name == "p_pi" else "tree"))
+        out[name] = [
+            rollout_policy.time_per_move(policy, test.position, b, repeats=200 if b == 1 else 20, family=family)
+            for b in (1, 256)
+        ]
+    return out
 
 
 def figures(directory: str, log: str | None = None) -> dict:
@@ -67,9 +85,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agent", required=True)
     parser.add_argument("--log", default=None, help="the pipeline's output (JSON lines)")
+    parser.add_argument("--time", action="store_true", help="also time p_π and p_τ (see above)")
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
     out = figures(args.agent, args.log)
+    if args.time:
+        out["time_per_move"] = times(args.agent, out["preset"]["size"])
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)
     print(json.dumps(out, indent=1))
