@@ -38,7 +38,7 @@ from pgx.go import State as GoState
 from az_jax.alphago import corpus
 from az_jax.alphago import position as position_lib
 from az_jax.alphago.position import Position, from_pgx
-from az_jax.runtime import columns
+from az_jax.runtime import columns, files
 
 FORMAT = 1  # version of the .npz layout
 _BATCH = 16  # games replayed together (more gains nothing on a CPU)
@@ -367,15 +367,8 @@ def save(
         if old.keys() == arrays.keys() and all(np.array_equal(old[k], arrays[k]) for k in arrays):
             return
         raise DatasetError(f"{target} exists and holds a different data set; pass overwrite to replace it")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, allow_pickle=False, **arrays)  # type: ignore[arg-type]
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with files.replaced_whole_bytes(os.fspath(target)) as f:  # a crash leaves the old file
+        np.savez_compressed(f, allow_pickle=False, **arrays)  # type: ignore[arg-type]
 
 
 # A data set directory: two column stores (az_jax/runtime/columns.py), DIR/train and DIR/test, each with the fields of

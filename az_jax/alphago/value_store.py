@@ -25,7 +25,7 @@ import numpy as np
 
 from az_jax.alphago import position as position_lib
 from az_jax.alphago.position import Position
-from az_jax.runtime import columns
+from az_jax.runtime import columns, files
 
 FORMAT = 1  # version of the .npz layout
 TEST_EVERY = 20  # one game in 20 is held out (5 %)
@@ -134,15 +134,8 @@ def write_file(path: Path, meta: dict, positions: ValuePositions, games_done: in
         "moves": positions.moves,
         "attempts": positions.attempts,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, allow_pickle=False, **arrays)  # type: ignore[arg-type]
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with files.replaced_whole_bytes(os.fspath(path)) as f:  # a crash leaves the old file
+        np.savez_compressed(f, allow_pickle=False, **arrays)  # type: ignore[arg-type]
 
 
 def load(path: str | os.PathLike) -> ValuePositions:
