@@ -21,6 +21,7 @@ Both searches take λ and the other settings from the agent's preset.json unless
 import argparse
 import json
 import platform
+import sys
 import time
 import zlib
 
@@ -95,7 +96,7 @@ def main(argv=None) -> int:
     wins, draws, losses = sum(x > 0 for x in r), sum(x == 0 for x in r), sum(x < 0 for x in r)
     diff, (low, high) = elo.elo_difference(wins, draws, losses)
     out = {
-        "command": "python -m experiments.alphago.search_equal_time " + " ".join(argv or __import__("sys").argv[1:]),
+        "command": "python -m experiments.alphago.search_equal_time " + " ".join(argv or sys.argv[1:]),
         "machine": {"devices": str(jax.devices()), "cpu": platform.processor() or platform.machine()},
         "old": {"spec": spec(args.agent, n, args.old), "seconds_per_move": round(old_s, 4)},
         "new": {"spec": spec(args.agent, m, args.new), "seconds_per_move": round(new_s, 4)},
