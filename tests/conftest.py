@@ -19,6 +19,7 @@ import tempfile
 import time
 
 import jax
+from jax.experimental.compilation_cache import compilation_cache
 
 import az_jax  # noqa: F401  (its import keeps JAX from probing for a TPU or GPU that is not attached: platforms.py)
 
@@ -148,6 +149,28 @@ def fast_compiles_here():
         yield
     finally:
         jax.config.update("jax_disable_most_optimizations", before)
+
+
+@contextlib.contextmanager
+def persistent_cache_off():
+    """The persistent compilation cache off for a block (nothing read from it, nothing written to it), back on after.
+
+    For the population tests: in two full-suite runs with jax/jaxlib 0.10.2 (Nov. 26 on the 2-core VM, then CI) an
+    xdist worker died of a segmentation fault inside XLA:CPU's `executable.serialize()` (jax's cache write,
+    compilation_cache.put_executable_and_time) while compiling the solo run's iteration in
+    test_members_split_over_devices_equal_their_solo_runs; the module alone, twice in a row with a shared cache, and
+    after the modules collected before it in one process, never crashed. Its programs are not shared with any other
+    module, so the cache saved nothing there.
+
+    jax decides once per process whether the cache is used; `reset_cache` makes it decide again after each switch."""
+    before = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", before)
+        compilation_cache.reset_cache()
 
 
 def pytest_unconfigure(config):
