@@ -1,37 +1,29 @@
-"""Shared test set-up: two host CPU devices, a persistent compilation cache for the session, a switch for XLA's
+"""Shared test set-up: two host CPU devices, no persistent compilation cache, a switch for XLA's
 optimisation passes, and tiny networks (one whose outputs carry no information).
 
 `jax_num_cpu_devices` must be set before JAX initialises its backend, i.e. before anything calls `jax.devices()` or
 creates an array, so it is the first thing this file does (pytest imports conftest.py before any test module).
 
-The compilation cache: many tests compile the same XLA programs again (a run and its resumed half, the same tiny run
-in the CLI and the evaluation tests, `az-jax` subprocesses, sweep trials, notebook kernels). The pytest process that
-starts the session (the pytest-xdist controller, or the only process) makes one empty cache directory and exports it
-through JAX's own environment variables, so the xdist workers and every subprocess the tests start (which inherit
-os.environ) share it; it is removed when that process ends. A program is loaded from the cache only when its HLO,
-compile options, XLA flags and devices are all equal, so results are those of a fresh compile.
+No persistent compilation cache: the suite used one (a directory shared by the xdist workers and the subprocesses the
+tests start, programs compiled in 0 s or more written to it) until, with jax/jaxlib 0.10.2, three full runs in a row
+(two on the 2-core VM, one in CI) each lost an xdist worker to a segmentation fault inside XLA:CPU's
+`executable.serialize()`, called by jax's cache write (compilation_cache.put_executable_and_time), in three different
+tests; each of them passed alone. Every program is compiled where it is used; JAX_ENABLE_COMPILATION_CACHE=false is
+exported so the subprocesses do the same whatever the caller's environment says.
 """
 
 import contextlib
 import os
-import shutil
-import tempfile
 import time
 
 import jax
-from jax.experimental.compilation_cache import compilation_cache
 
 import az_jax  # noqa: F401  (its import keeps JAX from probing for a TPU or GPU that is not attached: platforms.py)
 
 jax.config.update("jax_num_cpu_devices", 2)
 
-_CACHE_OWNER = "AZ_JAX_TEST_XLA_CACHE" not in os.environ
-if _CACHE_OWNER:
-    os.environ["AZ_JAX_TEST_XLA_CACHE"] = tempfile.mkdtemp(prefix="az_jax_test_xla_cache_")
-XLA_CACHE_DIR = os.environ["AZ_JAX_TEST_XLA_CACHE"]
-os.environ.update(JAX_COMPILATION_CACHE_DIR=XLA_CACHE_DIR, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
-jax.config.update("jax_compilation_cache_dir", XLA_CACHE_DIR)
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+jax.config.update("jax_enable_compilation_cache", False)
 
 # For subprocesses whose tiny programs run for milliseconds and compile for tens of seconds: XLA's optimisation passes
 # off (`env={**os.environ, **FAST_COMPILES}`).
@@ -149,33 +141,6 @@ def fast_compiles_here():
         yield
     finally:
         jax.config.update("jax_disable_most_optimizations", before)
-
-
-@contextlib.contextmanager
-def persistent_cache_off():
-    """The persistent compilation cache off for a block (nothing read from it, nothing written to it), back on after.
-
-    For the population tests: in two full-suite runs with jax/jaxlib 0.10.2 (Nov. 26 on the 2-core VM, then CI) an
-    xdist worker died of a segmentation fault inside XLA:CPU's `executable.serialize()` (jax's cache write,
-    compilation_cache.put_executable_and_time) while compiling the solo run's iteration in
-    test_members_split_over_devices_equal_their_solo_runs; the module alone, twice in a row with a shared cache, and
-    after the modules collected before it in one process, never crashed. Its programs are not shared with any other
-    module, so the cache saved nothing there.
-
-    jax decides once per process whether the cache is used; `reset_cache` makes it decide again after each switch."""
-    before = jax.config.jax_enable_compilation_cache
-    jax.config.update("jax_enable_compilation_cache", False)
-    compilation_cache.reset_cache()
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_compilation_cache", before)
-        compilation_cache.reset_cache()
-
-
-def pytest_unconfigure(config):
-    if _CACHE_OWNER:
-        shutil.rmtree(XLA_CACHE_DIR, ignore_errors=True)
 
 
 def process_gone(pid: int) -> bool:

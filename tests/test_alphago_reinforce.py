@@ -18,8 +18,8 @@ import pgx
 import pytest
 from pgx._src.games import go as pgx_go
 
+from az_jax.alphago import checkpoints, reinforce, supervised
 from az_jax.alphago import features as features_lib
-from az_jax.alphago import reinforce, supervised
 from az_jax.alphago.position import from_pgx
 from az_jax.core import devices
 
@@ -46,8 +46,8 @@ def _same(a, b) -> bool:
 def sl_run(tmp_path_factory) -> str:
     """A tiny p_σ run directory: the SL config and its initial network as checkpoint 0."""
     run_dir = str(tmp_path_factory.mktemp("sl"))
-    supervised._write_config(run_dir, SL_CONFIG, "")
-    manager = supervised._manager(run_dir)
+    supervised.RUN.write_config(run_dir, SL_CONFIG, "")
+    manager = checkpoints.manager(run_dir)
     manager.save(0, args=ocp.args.StandardSave(supervised.init_state(SL_CONFIG)))
     manager.wait_until_finished()
     return run_dir

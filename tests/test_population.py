@@ -16,7 +16,7 @@ from az_jax.core.presets import preset
 from az_jax.runtime import agent as agent_lib
 from az_jax.runtime.trainer import Trainer
 
-from conftest import TINY_NETWORK, fast_compiles_here, persistent_cache_off
+from conftest import TINY_NETWORK, fast_compiles_here
 
 # tic_tac_toe, 8 games × 9 plies per iteration (every game ends inside the first iteration, so learning starts at
 # once): G = round(0.5 × 8 × 9 / 16) = round(2.25) = 2 gradient steps per iteration, 2 iterations = 4 steps. The
@@ -39,9 +39,8 @@ ATOL = 1e-5  # network vmapped: measured ≤ 4e-7 from the solo run (batched con
 @pytest.fixture(scope="module", autouse=True)
 def fast_compiles():
     """These tiny programs run for milliseconds and compile for tens of seconds: XLA's optimisation passes are
-    switched off for this module (population and solo runs alike), and back on after it. The persistent compilation
-    cache is off for the module as well (conftest.persistent_cache_off says why)."""
-    with fast_compiles_here(), persistent_cache_off():
+    switched off for this module (population and solo runs alike), and back on after it."""
+    with fast_compiles_here():
         yield
 
 

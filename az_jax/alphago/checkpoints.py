@@ -1,9 +1,14 @@
 """The AlphaGo stages' run directories (p_σ, p_ρ, v_θ): RUN_DIR/config.json and the orbax checkpoints in
-RUN_DIR/checkpoints, the last 3 kept. Every failure is the stage's own one-line error."""
+RUN_DIR/checkpoints, the last 3 kept. Every failure is the stage's own one-line error.
+
+    RUN = checkpoints.RunFiles(SLConfig, SLError, "an SL policy run", init_state)   # p_σ's and v_θ's run directories
+    RUN.write_config(run_dir, config, data_path); RUN.read_config(run_dir); RUN.restore_params(run_dir, step)
+"""
 
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -75,3 +80,30 @@ def restore_state(
 ) -> Any:
     """Checkpoint `step`, shaped like the (initial) train state `like`."""
     return restore(checkpoints, run_dir, step, jax.tree.map(ocp.utils.to_shape_dtype_struct, like), error)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFiles:
+    """One stage's run directories: config.json holds a `config_type` dataclass (write_config), the checkpoints hold the
+    train state that `init_state(config)` makes (a struct with `params`: SLState, ValueState). Used by p_σ
+    (supervised.py) and v_θ (value_training.py); p_ρ's config.json also names the SL run it started from
+    (reinforce.py)."""
+
+    config_type: type
+    error: type[Exception]
+    what: str  # names the run in errors: "an SL policy run"
+    init_state: Callable[[Any], Any]  # config -> a new train state
+
+    def write_config(self, run_dir: str, config: Any, data: str) -> None:
+        write_config(run_dir, config, data, self.error, self.what)
+
+    def read_config(self, run_dir: str) -> Any:
+        """The config a run directory was trained with."""
+        return read_config(run_dir, self.config_type, self.error, self.what)
+
+    def restore_params(self, run_dir: str, step: int | None = None) -> tuple[Any, dict, int]:
+        """(config, params, step) of the run's latest (or given) checkpoint."""
+        config = self.read_config(run_dir)
+        checkpoints = manager(run_dir)
+        step = step_or_latest(checkpoints, run_dir, step, self.error)
+        return config, restore_state(checkpoints, run_dir, step, self.init_state(config), self.error).params, step

@@ -26,7 +26,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import orbax.checkpoint as ocp
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
@@ -228,28 +227,9 @@ def _eval_step(config: SLConfig, mesh: Mesh, ensemble: bool = False) -> Callable
 # -- a run directory: config.json, metrics.jsonl, checkpoints/ (orbax) ----------------------------------------------
 
 
-_manager = checkpoints.manager
-
-
-def _write_config(run_dir: str, config: SLConfig, data: str) -> None:
-    checkpoints.write_config(run_dir, config, data, SLError, "an SL policy run")
-
-
-def read_config(run_dir: str) -> SLConfig:
-    """The SLConfig a run directory was trained with."""
-    return checkpoints.read_config(run_dir, SLConfig, SLError, "an SL policy run")
-
-
-def restore_params(run_dir: str, step: int | None = None) -> tuple[SLConfig, dict, int]:
-    """(config, params, step) of an SL run's latest (or given) checkpoint."""
-    config = read_config(run_dir)
-    manager = _manager(run_dir)
-    step = checkpoints.step_or_latest(manager, run_dir, step, SLError)
-    return config, _restore_state(manager, run_dir, config, step).params, step
-
-
-def _restore_state(manager: ocp.CheckpointManager, run_dir: str, config: SLConfig, step: int) -> SLState:
-    return checkpoints.restore_state(manager, run_dir, step, init_state(config), SLError)
+RUN = checkpoints.RunFiles(SLConfig, SLError, "an SL policy run", init_state)
+read_config = RUN.read_config  # (run_dir) -> the SLConfig it was trained with
+restore_params = RUN.restore_params  # (run_dir, step=None) -> (config, params, step) of its latest or given checkpoint
 
 
 def train(
@@ -270,7 +250,7 @@ def train(
         raise SLError(f"batch size {config.batch_size} is not a multiple of the {mesh.size} devices")
     if len(train_data.action) == 0 or len(test_data.action) == 0:
         raise SLError("the training and held-out sets must both hold positions")
-    _write_config(run_dir, config, data_path)
+    RUN.write_config(run_dir, config, data_path)
     schedule = optimizer_schedule(config)
     batch_sharding = devices.shardings(mesh, P(devices.DEVICE_AXIS))
 

@@ -43,7 +43,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-import orbax.checkpoint as ocp
 import pgx
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
@@ -247,28 +246,9 @@ def evaluate(config: ValueConfig, params, data: Labelled, mesh: Mesh | None = No
 # -- a run directory: config.json, metrics.jsonl, checkpoints/ (orbax) ----------------------------------------------
 
 
-_manager = checkpoints.manager
-
-
-def _write_config(run_dir: str, config: ValueConfig, data: str) -> None:
-    checkpoints.write_config(run_dir, config, data, ValueRunError, "a value-network run")
-
-
-def read_config(run_dir: str) -> ValueConfig:
-    """The ValueConfig a run directory was trained with."""
-    return checkpoints.read_config(run_dir, ValueConfig, ValueRunError, "a value-network run")
-
-
-def restore_params(run_dir: str, step: int | None = None) -> tuple[ValueConfig, dict, int]:
-    """(config, params, step) of a value-network run's latest (or given) checkpoint."""
-    config = read_config(run_dir)
-    manager = _manager(run_dir)
-    step = checkpoints.step_or_latest(manager, run_dir, step, ValueRunError)
-    return config, _restore_state(manager, run_dir, config, step).params, step
-
-
-def _restore_state(manager: ocp.CheckpointManager, run_dir: str, config: ValueConfig, step: int) -> ValueState:
-    return checkpoints.restore_state(manager, run_dir, step, init_state(config), ValueRunError)
+RUN = checkpoints.RunFiles(ValueConfig, ValueRunError, "a value-network run", init_state)
+read_config = RUN.read_config  # (run_dir) -> the ValueConfig it was trained with
+restore_params = RUN.restore_params  # (run_dir, step=None) -> (config, params, step) of its latest or given checkpoint
 
 
 def train(
@@ -292,7 +272,7 @@ def train(
     for name, data in (("training", train_data), ("held-out", test_data)):
         if data.position.board.shape[-1] != config.size**2:
             raise ValueRunError(f"the {name} positions are not {config.size}x{config.size}")
-    _write_config(run_dir, config, data_path)
+    RUN.write_config(run_dir, config, data_path)
     schedule = optimizer_schedule(config)
     batch_sharding = devices.shardings(mesh, P(devices.DEVICE_AXIS))
     outcome = np.asarray(train_data.outcome, np.float32)  # 4 bytes a position: the boards stay where they are
