@@ -354,6 +354,8 @@ TINY = [
 
 
 def test_tiny_connect_four_run_gates_twice_recalibrates_v_resign_and_resumes_exactly(tmp_path, two_devices):
+    # The resumed run below loads the programs the first run compiled from the session's compilation cache
+    # (conftest.py) instead of compiling them again.
     config = override(preset("connect_four", "small_agz"), TINY)
     assert config.variant == "alphago_zero" and all(config.switches.values())
     run_dir = str(tmp_path / "agz")

@@ -49,7 +49,7 @@ def bench(tmp_path_factory):
     fast = ["--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true"]
     fast.append("--xla_cpu_use_fusion_emitters=false")
     env = {**os.environ, "XLA_FLAGS": " ".join(fast)}
-    env.pop("JAX_COMPILATION_CACHE_DIR", None)  # the compile figures are of real compiles, whatever the caller's cache
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)  # the compile figures are of real compiles, not of the session's cache
     result = subprocess.run(
         [
             sys.executable,

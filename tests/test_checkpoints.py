@@ -58,7 +58,7 @@ class Trained:
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Trained:
     """The tiny run, trained once for this module with XLA's optimisation passes off (as the `fast_compiles` fixture
-    does for one test; the resumed run below compiles the same way)."""
+    does for one test; the resumed run below compiles the same way and loads the programs from the cache)."""
     with fast_compiles_here():
         run_dir = str(tmp_path_factory.mktemp("checkpoints") / "run")
         final = train_and_evaluate(CONFIG, run_dir, progress=False)

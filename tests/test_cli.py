@@ -49,7 +49,8 @@ TINY = [
 
 
 def az(*args, timeout=300):
-    """`az-jax ARGS` in a subprocess on 2 host devices. Its programs are tiny: XLA's optimisation passes are off."""
+    """`az-jax ARGS` in a subprocess on 2 host devices. Its programs are tiny: XLA's optimisation passes are off, and
+    it shares the session's compilation cache (conftest.py)."""
     env = {**os.environ, **FAST_COMPILES, "XLA_FLAGS": ""}
     return subprocess.run(
         [sys.executable, "-m", "az_jax.apps.cli", "--devices", "2", *args],

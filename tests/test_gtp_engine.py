@@ -8,7 +8,7 @@ equal ours.
 
 Cost: one tiny go_9x9 network (tests/conftest.py TINY_NETWORK, untrained weights) saved as a run, loaded here and in
 the engine subprocesses. The subprocesses see 2 host devices through XLA_FLAGS and the same run, capacity and chunk as
-the engine here.
+the engine here, so their programs are this process's and come from the session's compilation cache (conftest.py).
 """
 
 import dataclasses
@@ -85,8 +85,7 @@ def engine(run_dir, logs):
 
 @pytest.fixture(scope="module")
 def warm(engine):
-    """The engine here, its programs compiled by a first game's two moves (the second after the tree moved on) and
-    its score."""
+    """The engine here, its programs compiled (and so in the compilation cache) before a subprocess needs them."""
     new_game(engine)
     ok(engine, "genmove b")
     ok(engine, "genmove w")  # the tree moved on: the subtree program
@@ -95,7 +94,8 @@ def warm(engine):
 
 
 def az_env() -> dict:
-    """The environment of an `az-jax gtp` subprocess: 2 host devices, as here."""
+    """The environment of an `az-jax gtp` subprocess: 2 host devices as here (XLA_FLAGS' device count is not part of
+    the compilation cache's key; conftest.py exported the cache directory)."""
     flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2".strip()
     return {**os.environ, "XLA_FLAGS": flags}
 

@@ -22,9 +22,9 @@ from az_jax.runtime.trainer import Trainer
 from conftest import FAST_COMPILES, TINY_NETWORK
 
 ITERATIONS = 6
-# Each `az-jax train` start costs seconds before its first iteration (imports, tracing, lowering and compiling the
-# iteration), while an iteration takes ~0.1 s: the kills, one start each, are the cost of this test. The first lands in
-# a checkpoint write, the others at random points after a line.
+# Each `az-jax train` start costs ~20 s before its first iteration (imports, tracing and lowering the iteration, loading
+# the compiled programs from the cache), while an iteration takes ~0.1 s: the kills, one start each, are the cost of
+# this test. The first lands in a checkpoint write, the others at random points after a line.
 KILLS = 3
 SETTINGS = [
     *TINY_NETWORK,

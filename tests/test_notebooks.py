@@ -63,8 +63,9 @@ PLAY_SIMULATIONS = 12
 
 @pytest.fixture(scope="module", autouse=True)
 def kernel_environment():
-    """The kernels skip XLA's optimisation passes (the tiny programs run for milliseconds and would compile for tens
-    of seconds)."""
+    """The kernels inherit the session's persistent XLA compilation cache (conftest.py: the resumed accelerator run
+    does not compile again) and skip XLA's optimisation passes (the tiny programs run for milliseconds and would
+    compile for tens of seconds)."""
     saved = {k: os.environ.get(k) for k in ("JAX_DISABLE_MOST_OPTIMIZATIONS", "XLA_FLAGS")}
     os.environ.update(FAST_COMPILES, XLA_FLAGS="")
     yield

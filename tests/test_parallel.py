@@ -132,6 +132,8 @@ def test_iteration_compiles_once_and_keeps_devices_in_step(trainer):
             compiles.clear()
             state, metrics = trainer.iterate(state)
             # The first call compiles; the second and third reuse it (same shapes, dtypes and shardings in and out).
+            # (No other test compiles this config's iteration, so the session's compilation cache, conftest.py,
+            # cannot serve the first call.)
             assert trainer.iterate._cache_size() == 1, f"iteration retraced on call {call}"
             if call == 1:
                 assert compiles  # the listener does see compilations

@@ -27,7 +27,8 @@ def _config(iterations):
 
 
 def test_resume_is_bitwise_exact(tmp_path, fast_compiles):
-    # The three runs compile the same programs, with XLA's optimisation passes off (conftest.py).
+    # The three runs compile the same programs (XLA's optimisation passes off, conftest.py): the first compiles them,
+    # the other two load them from the session's compilation cache (conftest.py) instead of compiling them again.
     straight = train_and_evaluate(_config(4), str(tmp_path / "straight"), progress=False)
     # "Interrupted" after iteration 2 (its last checkpoint), then the same command run again with 4 iterations.
     train_and_evaluate(_config(2), str(tmp_path / "resumed"), progress=False)

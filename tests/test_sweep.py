@@ -137,8 +137,9 @@ def test_devices_and_shards():
 
 
 def test_tiny_sweep_runs_in_parallel_tabulates_and_skips_finished_trials(tmp_path):
-    # The grid: training length (outer) and learning rate (inner); each trial is a process of its own and compiles its
-    # program (2 at a time).
+    # The grid's outer axis (training length) leaves the compiled iteration as it is, the inner one (the learning
+    # rate, a constant in the program) does not: trials 0 and 1 compile the two programs side by side, and trials 2
+    # and 3 load them from the compilation cache the trial processes share (conftest.py's, for the test session).
     spec = write_spec(
         tmp_path,
         {
