@@ -15,6 +15,7 @@ import pytest
 from az_jax.alphago import (
     apv_mcts,
     dataset,
+    pattern_training,
     pipeline,
     presets,
     reinforce,
@@ -40,7 +41,7 @@ TINY = AlphaGoPreset(
     expert_games=1,  # unused: the data set is given
     expert_level=0,
     sl=supervised.SLConfig(size=9, filters=4, layers=2, planes=4, batch_size=4, steps=3, eval_every=3),
-    rollout=rollout_policy.TrainConfig(steps=5, batch_size=8),
+    rollout=pattern_training.TrainConfig(steps=5, batch_size=8),
     rl=reinforce.RLConfig(games=4, iterations=2, pool_every=1, max_moves=20, checkpoint_every=1, eval_games=0),
     value_games=20,
     value_batch=10,

@@ -1,11 +1,11 @@
 """AlphaGo's fast rollout policy p_π (az_jax/alphago/rollout_policy.py; Silver et al., Nature 2016, Methods "Rollout
 policy", Extended Data Table 4) on hand-made 7x7 positions whose pattern codes and features are worked out in the
-comments, and a training run on a synthetic task a linear pattern model must learn.
+comments (the training: test_alphago_pattern_training.py).
 
 Boards are drawn with X = the player to move, O = the opponent, rows top to bottom (row r, column c is point
 r * 7 + c); `*` is an O stone that is the previous move (turns_since 1). Point states: 0 empty, 1/2/3 own stone
 with 1/2/>=3 liberties, 4/5/6 opponent likewise, 7 off the board. Cost: one compile of `encode` for the batch of
-hand-made positions (a module-scoped fixture), one for the synthetic sets and one SGD step.
+hand-made positions (a module-scoped fixture).
 """
 
 import jax
@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from az_jax.alphago import rollout_policy as R
-from az_jax.alphago.dataset import Positions
 from az_jax.alphago.position import Position
 
 N = 7
@@ -201,60 +200,3 @@ def test_logits_use_only_known_patterns_and_mask_illegal_points(encoded):
     assert (scores[free] == 0.0).all()
     idx = jax.jit(R.indices)(policy, jax.tree.map(jnp.asarray, e))
     assert (np.asarray(idx.pattern) >= 0).sum() == 1
-
-
-def synthetic(count: int, seed: int) -> Positions:
-    """Random sparse 7x7 positions; the expert move is always the point directly above the previous move."""
-    rng = np.random.default_rng(seed)
-    boards: list[np.ndarray] = []
-    turns: list[np.ndarray] = []
-    actions: list[int] = []
-    while len(actions) < count:
-        board = np.zeros(P, np.int8)
-        stones = rng.choice(P, 12, replace=False)
-        board[stones[:6]], board[stones[6:]] = 1, -1
-        t = np.where(board != 0, rng.integers(2, 9, P), 0).astype(np.int8)
-        candidates = [s for s in stones[6:] if s >= N and board[s - N] == 0]
-        if not candidates:
-            continue
-        prev = int(rng.choice(candidates))
-        t[prev] = 1
-        boards.append(board)
-        turns.append(t)
-        actions.append(prev - N)
-    m = len(actions)
-    return Positions(
-        position=Position(np.stack(boards), np.stack(turns), np.full(m, -1, np.int32), np.ones(m, bool)),
-        action=np.array(actions, np.int32),
-        outcome=np.zeros(m, np.int8),
-        game=np.arange(m, dtype=np.int32),
-        move_number=np.ones(m, np.int32),
-    )
-
-
-def test_training_learns_the_point_above_the_previous_move():
-    train_set, test_set = synthetic(512, 0), synthetic(256, 1)
-    config = R.TrainConfig(steps=150, batch_size=64, learning_rate=1.0, min_count=2)
-    policy, report = R.train(train_set, test_set, config)
-    # before training every legal point scores 0: argmax picks the first legal point, far below 0.9
-    assert report["test_accuracy"] > 0.9, report
-    # the neighbour feature "previous move directly below" (index 6) carries it
-    w = np.asarray(policy.weights)
-    assert w[R._NEIGHBOUR + 6] == w[R._NEIGHBOUR : R._NEIGHBOUR + 8].max() > 1.0
-
-
-def test_a_set_larger_than_the_buffer_is_encoded_a_buffer_at_a_time(monkeypatch):
-    train_set, test_set = synthetic(512, 0), synthetic(256, 1)
-    whole, _ = R.train(train_set, test_set, R.TrainConfig(steps=150, batch_size=64, min_count=2))
-    sizes: list[int] = []
-    encode_all = R.encode_all
-    monkeypatch.setattr(R, "encode_all", lambda p, **kw: sizes.append(len(p.board)) or encode_all(p, **kw))
-    policy, report = R.train(train_set, test_set, R.TrainConfig(steps=150, batch_size=64, min_count=2, buffer=100))
-    # 512 training rows in ceil(512 / 100) = 6 buffers of 86 or 85 (512 = 2 x 86 + 4 x 85), encoded once for the
-    # vocabularies and once for the steps (the first kept: 5 more); 256 test rows in 3 (86, 85, 85)
-    assert report["buffers"] == 6 and max(sizes) <= 100
-    assert sorted(sizes) == sorted([86, 86, 85, 85, 85, 85] + [86, 85, 85, 85, 85] + [86, 85, 85])
-    # the vocabularies come from every expert move either way
-    assert np.array_equal(policy.pattern_vocabulary, whole.pattern_vocabulary)
-    assert np.array_equal(policy.response_vocabulary, whole.response_vocabulary)
-    assert report["test_accuracy"] > 0.9, report

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from az_jax.alphago import dataset
+from az_jax.alphago import dataset, pattern_training
 from az_jax.alphago import rollout_policy as R
 from az_jax.alphago import tree_policy as T
 from az_jax.alphago.dataset import Positions
@@ -226,9 +226,9 @@ def sets():
 
 
 @pytest.fixture(scope="module")
-def trained(sets):
-    config = R.TrainConfig(steps=150, batch_size=64, learning_rate=1.0, min_count=2)
-    return T.train(*sets, config)
+def trained(sets, tmp_path_factory):
+    config = pattern_training.TrainConfig(steps=150, batch_size=64, learning_rate=1.0, min_count=2)
+    return pattern_training.train(config, *sets, str(tmp_path_factory.mktemp("tree")), T.TREE)
 
 
 def test_training_learns_the_distance_features(trained):
@@ -318,5 +318,7 @@ def test_cli_trains_reports_and_saves_a_tree_policy(tmp_path, sets):
     assert report["test_accuracy"] > 0.9, report  # batch 256, learning rate 2.0: as in the training test
     assert [t["batch_size"] for t in report["time_per_move"]] == [1, 256]
     assert T.load(out).num_features == report["num_features"]
+    # the training run beside it (default: FILE without .npz + _run), its checkpoint at the last step
+    assert json.loads((tmp_path / "tree_run" / "metrics.jsonl").read_text().splitlines()[-1])["step"] == 100
     with pytest.raises(R.RolloutPolicyError, match="is a tree policy"):
         R.load(out)

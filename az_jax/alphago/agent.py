@@ -5,6 +5,8 @@ APV-MCTS searches with.
     DIR/rollout.npz       p_π, the rollout policy (`az-jax alphago rollout`): the leaves' rollouts
     DIR/tree.npz          p_τ, the tree policy (`az-jax alphago tree`; optional): the placeholder priors of a search
                           with an expansion threshold
+    DIR/rollout_run/      p_π's and p_τ's training runs (pattern_training.py: config, vocabularies, checkpoints), of
+    DIR/tree_run/         which the .npz files above are the result
     DIR/rl/               p_ρ, the RL policy network run (`az-jax alphago rl`): plays the value data's games
     DIR/value_data/       one position per self-play game (`az-jax alphago value-data`; appended to; an older
                           directory's value_data.npz is read in its place)
@@ -31,6 +33,8 @@ LAYOUT = {
     "sl": "sl",
     "rollout": "rollout.npz",
     "tree": "tree.npz",
+    "rollout_run": "rollout_run",
+    "tree_run": "tree_run",
     "rl": "rl",
     "value_data": "value_data",
     "value": "value",

@@ -3,8 +3,9 @@
     games       9×9: GNU Go self-play games into gnugo_games.default_dir(9) (19×19: none, the professional corpus)
     data        the position data set at dataset.default_path(N), built when missing (9×9: or older than the games)
     sl          p_σ                    DIR/sl              supervised.train (resumes)
-    rollout     p_π                    DIR/rollout.npz     rollout_policy.train + save (skipped when the file exists)
-    tree        p_τ                    DIR/tree.npz        tree_policy.train + save, p_π's settings (as rollout)
+    rollout     p_π                    DIR/rollout.npz     pattern_training.train in DIR/rollout_run (resumes), then
+                                                           the policy file (skipped when it exists)
+    tree        p_τ                    DIR/tree.npz        as rollout, in DIR/tree_run, with p_π's settings
     rl          p_ρ                    DIR/rl              reinforce.train from DIR/sl (resumes)
     value-data  one position a game    DIR/value_data/     value_data.build (resumes, appends)
     value       v_θ                    DIR/value           value_training.train (resumes)
@@ -34,6 +35,7 @@ from az_jax.alphago import (
     corpus,
     dataset,
     gnugo_games,
+    pattern_training,
     presets,
     reinforce,
     rollout_policy,
@@ -168,13 +170,12 @@ def run(
                 skipped(stage, f"{path} exists")
             else:
                 train, test = positions()
-                family, save = (
-                    (rollout_policy.ROLLOUT, rollout_policy.save)
-                    if stage == "rollout"
-                    else (tree_policy.TREE, tree_policy.save)
+                family = rollout_policy.ROLLOUT if stage == "rollout" else tree_policy.TREE
+                run_dir = part(f"{stage}_run")
+                policy, report = pattern_training.train(
+                    preset.rollout, train, test, run_dir, family, str(data_path), log=logger(stage)
                 )
-                policy, report = rollout_policy.train(train, test, preset.rollout, family)
-                save(path, policy, report)
+                family.save(path, policy, report)
                 done(stage, report)
         elif stage == "rl":
             run_dir = part("rl")

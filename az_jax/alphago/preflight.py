@@ -29,7 +29,15 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from az_jax.alphago import apv_mcts, reinforce, rollout_policy, supervised, value_data, value_training
+from az_jax.alphago import (
+    apv_mcts,
+    pattern_training,
+    reinforce,
+    rollout_policy,
+    supervised,
+    value_data,
+    value_training,
+)
 from az_jax.alphago.networks import PolicyNetwork
 from az_jax.alphago.position import Position
 from az_jax.alphago.presets import AlphaGoPreset
@@ -72,7 +80,7 @@ def _divisible(name: str, count: int, mesh: Mesh) -> None:
 
 def _programs(preset: AlphaGoPreset, mesh: Mesh) -> dict[str, Callable[[], Any]]:
     """name -> a function lowering that program for `mesh` (the stage's own jitted function, abstract arguments)."""
-    n, size = preset.size * preset.size, preset.size
+    size = preset.size
     replicated, batch = NamedSharding(mesh, P()), NamedSharding(mesh, P(devices.DEVICE_AXIS))
     one = Mesh(np.asarray(mesh.devices).reshape(-1)[:1], (devices.DEVICE_AXIS,))  # a single device: the engine's
     on_one = NamedSharding(one, P())
@@ -90,18 +98,21 @@ def _programs(preset: AlphaGoPreset, mesh: Mesh) -> dict[str, Callable[[], Any]]
         positions = _abstract(_positions(size, sl.batch_size), batch)
         return _jitted(supervised.make_train_step(sl, mesh)).lower(sl_state, key, positions, action)
 
-    def rollout_step():
-        m = preset.rollout.batch_size
-        weights = jax.ShapeDtypeStruct((PAPER_FEATURES,), jnp.float32, sharding=on_one)
-        idx = rollout_policy.Indices(
-            legal=jax.ShapeDtypeStruct((m, n), jnp.bool_, sharding=on_one),
-            fixed=jax.ShapeDtypeStruct((m, n, 3), jnp.int32, sharding=on_one),
-            response=jax.ShapeDtypeStruct((m, n), jnp.int32, sharding=on_one),
-            pattern=jax.ShapeDtypeStruct((m, n), jnp.int32, sharding=on_one),
+    def rollout_step():  # p_π's step, its minibatch's features computed in it (pattern_training.py)
+        m, config = preset.rollout.batch_size, preset.rollout
+        vocabulary = lambda k: jax.ShapeDtypeStruct((k,), jnp.uint32, sharding=on_one)  # noqa: E731
+        weights: Any = jax.ShapeDtypeStruct((PAPER_FEATURES,), jnp.float32, sharding=on_one)
+        step: Any = jax.ShapeDtypeStruct((), jnp.int32, sharding=on_one)
+        policy = rollout_policy.RolloutPolicy(
+            vocabulary(PAPER_RESPONSE_PATTERNS), vocabulary(PAPER_PATTERNS), weights=weights
         )
+        opt_state = _abstract(jax.eval_shape(pattern_training.optimizer(config).init, weights), on_one)
+        state = pattern_training.PatternState(weights, opt_state, step)
+        positions = _abstract(_positions(size, m), on_one)
         actions = jax.ShapeDtypeStruct((m,), jnp.int32, sharding=on_one)
-        rate = jax.ShapeDtypeStruct((), jnp.float32, sharding=on_one)
-        return rollout_policy._sgd_step.lower(weights, idx, actions, rate)
+        return pattern_training._train_step.lower(
+            policy, state, positions, actions, family=rollout_policy.ROLLOUT, config=config
+        )
 
     def play():
         _divisible("rl.games / 2", rl.games // 2, mesh)

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from az_jax.alphago.apv_mcts import APVConfig
+from az_jax.alphago.pattern_training import TrainConfig
 from az_jax.alphago.reinforce import RLConfig
-from az_jax.alphago.rollout_policy import TrainConfig
 from az_jax.alphago.supervised import SLConfig
 from az_jax.alphago.value_training import ValueConfig
 
@@ -62,7 +62,7 @@ class AlphaGoPreset:
     expert_games: int
     expert_level: int  # GNU Go's level for those games
     sl: SLConfig  # p_σ (supervised.train)
-    rollout: TrainConfig  # p_π (rollout_policy.train)
+    rollout: TrainConfig  # p_π and p_τ (pattern_training.train)
     rl: RLConfig  # p_ρ (reinforce.train)
     value_games: int  # games (= positions, one per game) of the value data set (value_data.build)
     value_batch: int  # games played at once; value_games is a multiple of it, so the file holds exactly value_games

@@ -3,7 +3,7 @@ in JAX: a linear softmax over binary local pattern features, p_π(a | s) ∝ exp
 the log-likelihood of expert moves with SGD. Batched over any leading dimensions and jit-able, for rollouts.
 
     train_set, test_set = dataset.load_split(path)
-    policy, report = train(train_set, test_set, steps=2000)      # vocabularies from train_set, then SGD
+    policy, report = pattern_training.train(config, train_set, test_set, run_dir)   # vocabularies, then SGD
     scores = logits(policy, position)                            # [..., N*N] float32, -inf on illegal points
     report = time_per_move(policy, positions, batch_size=256)    # µs per move selection, to set beside 2 µs
 
@@ -38,9 +38,9 @@ features are binary and mostly one per group, the logit of a is a sum of at most
 
 Sharing with the tree policy p_τ (tree_policy.py, "p_π's features and more"): `encode_parts` hands out what the features
 were computed from, `batched`, `diamond_code`, `active` and `feature_sum` build any feature set, and `Family` bundles
-a feature set's encode / vocabularies / indices / scores, so that `logits`, `select`, `encode_all`, `train`,
-`accuracy` and `time_per_move` serve both (`family=ROLLOUT`, p_π, by default). A p_π file has no `kind` entry; a file
-that has one (a p_τ file) is refused by `load`.
+a feature set's encode / vocabularies / indices / scores / files, so that `logits`, `select`, `encode_all`,
+`accuracy`, `time_per_move` and the training (pattern_training.py) serve both (`family=ROLLOUT`, p_π, by default).
+A p_π file has no `kind` entry; a file that has one (a p_τ file) is refused by `load`.
 
 Simplifications against the paper: patterns are not made invariant under the 8 board symmetries (the paper does not
 say whether its are); save atari does not count captures of opponent stones elsewhere that free the chain; the
@@ -67,7 +67,6 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from az_jax.alphago.dataset import Positions
 from az_jax.alphago.features import _move_features, _shifted
 from az_jax.alphago.position import Position
 from az_jax.runtime import files
@@ -309,6 +308,51 @@ def _init(encoded: Encoded, actions: np.ndarray, min_count: int) -> tuple[Rollou
     return policy, {"response_patterns": len(response_vocab), "non_response_patterns": len(pattern_vocab)}
 
 
+# --- files ----------------------------------------------------------------------------------------------------------
+
+
+class RolloutPolicyError(Exception):
+    """A rollout-policy file that is missing, damaged or not one (one-line message)."""
+
+
+def save_arrays(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
+    """Writes `arrays` to an .npz at `path` atomically (a temporary file renamed over it); never a pickle."""
+    with files.replaced_whole_bytes(os.fspath(path)) as f:
+        np.savez(f, allow_pickle=False, **arrays)
+
+
+def save(path: str | os.PathLike, policy: RolloutPolicy, report: dict | None = None) -> None:
+    """Writes the policy (and the training report, as JSON text) to an .npz, atomically; never a pickle."""
+    save_arrays(
+        path,
+        {
+            "response_vocabulary": np.asarray(policy.response_vocabulary),
+            "pattern_vocabulary": np.asarray(policy.pattern_vocabulary),
+            "weights": np.asarray(policy.weights),
+            "report": np.asarray(json.dumps(report or {}, default=str)),
+        },
+    )
+
+
+def load(path: str | os.PathLike) -> RolloutPolicy:
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            # a p_π file has no `kind`; other pattern policies (tree_policy.py's p_τ) name theirs
+            if "kind" in f.files:
+                raise RolloutPolicyError(f"{path} is a {f['kind']} file, not a rollout policy (p_pi) file")
+            policy = RolloutPolicy(
+                response_vocabulary=jnp.asarray(f["response_vocabulary"]),
+                pattern_vocabulary=jnp.asarray(f["pattern_vocabulary"]),
+                weights=jnp.asarray(f["weights"]),
+            )
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
+        raise RolloutPolicyError(f"{path} is not a rollout policy file ({type(e).__name__}: {e})") from None
+    expected = NUM_FIXED + policy.response_vocabulary.shape[0] + policy.pattern_vocabulary.shape[0]
+    if policy.weights.shape != (expected,):
+        raise RolloutPolicyError(f"{path}: {policy.weights.shape[0]} weights for {expected} features")
+    return policy
+
+
 class PatternPolicy(Protocol):
     """What the shared functions below read of a policy (RolloutPolicy, tree_policy.TreePolicy): its weights; the
     rest (vocabularies) only its family's `indices` reads."""
@@ -327,9 +371,11 @@ class Family:
     init: Callable[[Any, np.ndarray, int], tuple[Any, dict[str, int]]]  # (encoded, actions, min_count) -> policy
     indices: Callable[[Any, Any], Any]  # (policy, encoded) -> active features as weight indices
     scores: Callable[[jax.Array, Any], jax.Array]  # (weights, indices) -> [..., P], -inf where illegal
+    save: Callable[..., None]  # (path, policy, report=None): the family's .npz file, atomically
+    load: Callable[[str | os.PathLike], Any]  # path -> policy; the family's one-line error if it is not one
 
 
-ROLLOUT = Family(encode=encode, init=_init, indices=indices, scores=_scores)
+ROLLOUT = Family(encode=encode, init=_init, indices=indices, scores=_scores, save=save, load=load)
 
 
 def logits(policy: PatternPolicy, position: Position, family: Family = ROLLOUT) -> jax.Array:
@@ -379,20 +425,6 @@ def vocabularies(encoded: Encoded, actions: np.ndarray, min_count: int = 1) -> t
     return response, pattern
 
 
-def loss(
-    weights: jax.Array, idx: Any, actions: jax.Array, scores: Callable[[jax.Array, Any], jax.Array] = _scores
-) -> jax.Array:
-    """Mean negative log-likelihood of the expert moves `actions` [B] (each legal) under the policy (p_π: `_scores`)."""
-    log_p = jax.nn.log_softmax(scores(weights, idx), -1)
-    return -jnp.take_along_axis(log_p, actions[:, None], -1).mean()
-
-
-@functools.partial(jax.jit, static_argnames="scores")
-def _sgd_step(weights, idx, actions, learning_rate, scores=_scores):
-    value, grad = jax.value_and_grad(loss)(weights, idx, actions, scores)
-    return weights - learning_rate * grad, value
-
-
 @functools.partial(jax.jit, static_argnames="family")
 def _correct(policy, encoded, actions, family=ROLLOUT):
     return (jnp.argmax(family.scores(policy.weights, family.indices(policy, encoded)), -1) == actions).sum()
@@ -408,98 +440,6 @@ def accuracy(
         part = jax.tree.map(lambda x, s=start: x[s : s + chunk], encoded)
         correct += int(_correct(policy, part, actions[start : start + chunk], family))
     return correct / max(m, 1)
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainConfig:
-    steps: int = 2000
-    batch_size: int = 256
-    learning_rate: float = 1.0  # on the mean log-likelihood of a batch; features are sparse, so a large step
-    min_count: int = 2  # a pattern enters a vocabulary when seen this often as an expert move's pattern
-    max_train: int = 0  # 0: every training position; else a random subsample of this many
-    max_test: int = 0
-    seed: int = 0
-    buffer: int = 65_536  # positions encoded at once (~12 KB each on 19×19, 0.8 GB): memory never holds more
-
-
-def _expert(encoded: Any, actions: np.ndarray) -> Any:
-    """The features of the expert moves only: every leaf [M, P, ...] gathered at `actions` [M] to [M, 1, ...], so a
-    family's `init` reads them at action 0 (a few bytes a position instead of ~12 KB)."""
-    rows = np.arange(len(actions))
-    return jax.tree.map(lambda x: np.asarray(x)[rows, actions][:, None], encoded)
-
-
-def _chunks(m: int, limit: int, buffer: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """The rows used of a set of m (all, or a random `limit` of them when 0 < limit < m), shuffled and cut into
-    ceil(rows / buffer) chunks of nearly equal size, each sorted (a memory-mapped set is read in file order)."""
-    rows = rng.permutation(m)[: limit or m] if m else np.zeros(0, np.int64)
-    return [np.sort(c) for c in np.array_split(rows, max(1, -(-len(rows) // buffer)))]
-
-
-def train(
-    train_positions: Positions, test_positions: Positions, config: TrainConfig = TrainConfig(), family: Family = ROLLOUT
-) -> tuple[Any, dict[str, Any]]:
-    """Vocabularies from `train_positions`' expert moves, then SGD on the log-likelihood of those moves (weights from
-    0). The report: positions used, vocabulary sizes, final training loss, train and held-out accuracy, seconds.
-    `family`: p_π (the default) or another feature set, e.g. tree_policy.TREE.
-
-    Memory holds the encodings of at most `config.buffer` positions (the sets may be memory maps,
-    dataset.load_split): the training rows are shuffled and cut into buffers; one pass encodes each buffer for the
-    vocabularies (keeping only the expert moves' codes), a second encodes each again and spends on it its share of
-    the steps (steps × its size / the rows), sampling batches within it; the training accuracy is then the last
-    buffer's. A set that fits one buffer is encoded once, and all of it is scored."""
-    rng = np.random.default_rng(config.seed)
-    train_chunks = _chunks(len(train_positions), config.max_train, config.buffer, rng)
-    test_chunks = _chunks(len(test_positions), config.max_test, config.buffer, rng)
-    m = sum(len(c) for c in train_chunks)
-
-    def encoded(positions: Positions, rows: np.ndarray) -> tuple[Any, np.ndarray]:
-        part = positions.take(rows)
-        return encode_all(part.position, family=family), part.action
-
-    start = time.perf_counter()
-    first = encoded(train_positions, train_chunks[0])
-    experts = [_expert(*first)] + [_expert(*encoded(train_positions, c)) for c in train_chunks[1:]]
-    expert = jax.tree.map(lambda *xs: np.concatenate(xs), *experts)
-    policy, sizes = family.init(expert, np.zeros(m, np.int32), config.min_count)
-    encoded_at = time.perf_counter()
-    weights = policy.weights
-    losses = []
-    lr = jnp.float32(config.learning_rate)
-    ends = np.round(config.steps * np.cumsum([len(c) for c in train_chunks]) / max(m, 1)).astype(int)
-    step = 0
-    for i, rows in enumerate(train_chunks):
-        train_enc, actions = first if i == 0 else encoded(train_positions, rows)
-        train_idx = jax.device_get(_jitted(family.indices)(policy, train_enc))
-        for _ in range(step, int(ends[i])):
-            batch = rng.integers(0, len(rows), min(config.batch_size, len(rows)))
-            idx = jax.tree.map(lambda x, b=batch: x[b], train_idx)
-            weights, value = _sgd_step(weights, idx, jnp.asarray(actions[batch]), lr, scores=family.scores)
-            losses.append(value)
-        step = int(ends[i])
-    policy = policy.replace(weights=weights)
-    trained_at = time.perf_counter()
-    test_correct = 0.0
-    for rows in test_chunks:
-        test_enc, test_actions = encoded(test_positions, rows)
-        test_correct += accuracy(policy, test_enc, test_actions, family=family) * len(rows)
-    tail = [float(v) for v in losses[-min(50, len(losses)) :]]
-    report = {
-        "train_positions": m,
-        "test_positions": sum(len(c) for c in test_chunks),
-        **sizes,
-        "num_features": policy.num_features,
-        "steps": config.steps,
-        "batch_size": config.batch_size,
-        "learning_rate": config.learning_rate,
-        "buffers": len(train_chunks),
-        "final_loss": round(sum(tail) / max(len(tail), 1), 4),
-        "train_accuracy": round(accuracy(policy, train_enc, actions, family=family), 4),
-        "test_accuracy": round(test_correct / max(sum(len(c) for c in test_chunks), 1), 4),
-        "seconds_encoding": round(encoded_at - start, 1),
-        "seconds_training": round(trained_at - encoded_at, 1),
-    }
-    return policy, report
 
 
 # --- speed --------------------------------------------------------------------------------------------------------
@@ -524,48 +464,3 @@ def time_per_move(
     seconds = (time.perf_counter() - start) / repeats
     b = int(batch.board.shape[0])
     return {"batch_size": b, "seconds_per_batch": seconds, "us_per_position": 1e6 * seconds / b}
-
-
-# --- files ----------------------------------------------------------------------------------------------------------
-
-
-class RolloutPolicyError(Exception):
-    """A rollout-policy file that is missing, damaged or not one (one-line message)."""
-
-
-def save_arrays(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> None:
-    """Writes `arrays` to an .npz at `path` atomically (a temporary file renamed over it); never a pickle."""
-    with files.replaced_whole_bytes(os.fspath(path)) as f:
-        np.savez(f, allow_pickle=False, **arrays)
-
-
-def save(path: str | os.PathLike, policy: RolloutPolicy, report: dict | None = None) -> None:
-    """Writes the policy (and the training report, as JSON text) to an .npz, atomically; never a pickle."""
-    save_arrays(
-        path,
-        {
-            "response_vocabulary": np.asarray(policy.response_vocabulary),
-            "pattern_vocabulary": np.asarray(policy.pattern_vocabulary),
-            "weights": np.asarray(policy.weights),
-            "report": np.asarray(json.dumps(report or {}, default=str)),
-        },
-    )
-
-
-def load(path: str | os.PathLike) -> RolloutPolicy:
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            # a p_π file has no `kind`; other pattern policies (tree_policy.py's p_τ) name theirs
-            if "kind" in f.files:
-                raise RolloutPolicyError(f"{path} is a {f['kind']} file, not a rollout policy (p_pi) file")
-            policy = RolloutPolicy(
-                response_vocabulary=jnp.asarray(f["response_vocabulary"]),
-                pattern_vocabulary=jnp.asarray(f["pattern_vocabulary"]),
-                weights=jnp.asarray(f["weights"]),
-            )
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
-        raise RolloutPolicyError(f"{path} is not a rollout policy file ({type(e).__name__}: {e})") from None
-    expected = NUM_FIXED + policy.response_vocabulary.shape[0] + policy.pattern_vocabulary.shape[0]
-    if policy.weights.shape != (expected,):
-        raise RolloutPolicyError(f"{path}: {policy.weights.shape[0]} weights for {expected} features")
-    return policy

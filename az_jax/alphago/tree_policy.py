@@ -1,10 +1,11 @@
 """AlphaGo's tree policy p_τ (Silver et al., Nature 2016, Methods "Rollout policy" and "Search algorithm", Extended
 Data Table 4), in JAX: "similar to the rollout policy but with more features", a linear softmax over binary pattern
-features trained like p_π (rollout_policy.py, whose encoding, pattern codes, vocabularies, training loop, accuracy and
-timing it reuses through `rollout_policy.Family`).
+features trained like p_π (rollout_policy.py, whose encoding, pattern codes, vocabularies, accuracy and timing it
+reuses through `rollout_policy.Family`; the training, pattern_training.py, takes either family).
 
     train_set, test_set = dataset.load_split(path)
-    policy, report = train(train_set, test_set, TrainConfig(steps=6000, learning_rate=2.0))
+    config = pattern_training.TrainConfig(steps=6000, learning_rate=2.0)
+    policy, report = pattern_training.train(config, train_set, test_set, run_dir, TREE)
     scores = logits(policy, position)                            # [..., N*N] float32, -inf on illegal points
     report = time_per_move(policy, positions, batch_size=256)
 
@@ -52,9 +53,8 @@ import numpy as np
 from flax import struct
 
 from az_jax.alphago import rollout_policy as rollout_lib
-from az_jax.alphago.dataset import Positions
 from az_jax.alphago.position import Position
-from az_jax.alphago.rollout_policy import DIAMOND, NUM_FIXED, OFF_BOARD, TrainConfig
+from az_jax.alphago.rollout_policy import DIAMOND, NUM_FIXED, OFF_BOARD
 
 NUM_DISTANCE = 17  # per earlier move: distance 1..16, and >= 17
 NUM_EXTRA = 1 + 2 * NUM_DISTANCE  # self-atari, then the two distance groups
@@ -182,41 +182,6 @@ def _init(encoded: Encoded, actions: np.ndarray, min_count: int) -> tuple[TreePo
     return policy, sizes
 
 
-TREE = rollout_lib.Family(encode=encode, init=_init, indices=indices, scores=_scores)
-
-
-def logits(policy: TreePolicy, position: Position) -> jax.Array:
-    """[..., N*N] float32: w · φ(s, a) for every point a of `position`, -inf on illegal points."""
-    return rollout_lib.logits(policy, position, TREE)
-
-
-def select(policy: TreePolicy, position: Position, key: jax.Array, greedy: bool = False) -> jax.Array:
-    """[...] int32: a move sampled from p_τ (or its argmax), N*N (pass) when no point is legal."""
-    return rollout_lib.select(policy, position, key, greedy, TREE)
-
-
-def train(
-    train_positions: Positions, test_positions: Positions, config: TrainConfig | None = None
-) -> tuple[TreePolicy, dict[str, Any]]:
-    """As rollout_policy.train (vocabularies from the expert moves, SGD from zero weights, the same report with
-    `diamond_patterns` added), on p_τ's features. `config`: default TrainConfig()."""
-    return rollout_lib.train(train_positions, test_positions, config or TrainConfig(), TREE)
-
-
-def accuracy(policy: TreePolicy, encoded: Encoded, actions: np.ndarray) -> float:
-    """Share of positions where the argmax of p_τ is the expert's move (encoded: numpy [M, P], `encode_all`)."""
-    return rollout_lib.accuracy(policy, encoded, actions, family=TREE)
-
-
-def encode_all(positions: Position, chunk: int = 256) -> Encoded:
-    return rollout_lib.encode_all(positions, chunk, TREE)
-
-
-def time_per_move(policy: TreePolicy, positions: Position, batch_size: int, repeats: int = 20) -> dict[str, Any]:
-    """As rollout_policy.time_per_move, for p_τ."""
-    return rollout_lib.time_per_move(policy, positions, batch_size, repeats, TREE)
-
-
 # --- files ----------------------------------------------------------------------------------------------------------
 
 
@@ -258,3 +223,30 @@ def load(path: str | os.PathLike) -> TreePolicy:
     if policy.weights.shape != (expected,):
         raise TreePolicyError(f"{path}: {policy.weights.shape[0]} weights for {expected} features")
     return policy
+
+
+TREE = rollout_lib.Family(encode=encode, init=_init, indices=indices, scores=_scores, save=save, load=load)
+
+
+def logits(policy: TreePolicy, position: Position) -> jax.Array:
+    """[..., N*N] float32: w · φ(s, a) for every point a of `position`, -inf on illegal points."""
+    return rollout_lib.logits(policy, position, TREE)
+
+
+def select(policy: TreePolicy, position: Position, key: jax.Array, greedy: bool = False) -> jax.Array:
+    """[...] int32: a move sampled from p_τ (or its argmax), N*N (pass) when no point is legal."""
+    return rollout_lib.select(policy, position, key, greedy, TREE)
+
+
+def accuracy(policy: TreePolicy, encoded: Encoded, actions: np.ndarray) -> float:
+    """Share of positions where the argmax of p_τ is the expert's move (encoded: numpy [M, P], `encode_all`)."""
+    return rollout_lib.accuracy(policy, encoded, actions, family=TREE)
+
+
+def encode_all(positions: Position, chunk: int = 256) -> Encoded:
+    return rollout_lib.encode_all(positions, chunk, TREE)
+
+
+def time_per_move(policy: TreePolicy, positions: Position, batch_size: int, repeats: int = 20) -> dict[str, Any]:
+    """As rollout_policy.time_per_move, for p_τ."""
+    return rollout_lib.time_per_move(policy, positions, batch_size, repeats, TREE)

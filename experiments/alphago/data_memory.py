@@ -10,8 +10,9 @@ and reads again). Cases:
   sl           load_split, then 50 random minibatches of 256 positions gathered and their 48 planes computed; also
                on the directory with its training part 10 times over (1.25 M positions, 0.9 GB), which only the
                directory form can show: a whole-set load would hold 10× the data
-  rollout      rollout_policy.train, 100 SGD steps of 256 on every training position (p_π's features), with the
-               buffer given (10^9: every position encoded at once, as the training did before it had a buffer)
+  rollout      pattern_training.train: p_π's vocabularies from every training position, encoded a buffer at a time
+               (10^9: every position at once, as the training did before it had a buffer), then 100 SGD steps of 256
+               (each minibatch's features computed in the step; before Nov. 27 the steps sampled a buffer's encodings)
 """
 
 from __future__ import annotations
@@ -28,11 +29,11 @@ from pathlib import Path
 import numpy as np
 
 CASE = r"""
-import json, sys, time
+import json, sys, tempfile, time
 import numpy as np
 case, path, buffer = sys.argv[1], sys.argv[2], int(sys.argv[3])
 import jax
-from az_jax.alphago import dataset, features, rollout_policy
+from az_jax.alphago import dataset, features, pattern_training
 start = time.perf_counter()
 out = {}
 if case == "sl":
@@ -46,9 +47,9 @@ if case == "sl":
     out = {"train_positions": len(train), "test_positions": len(test)}
 elif case == "rollout":
     train, test = dataset.load_split(path)
-    config = rollout_policy.TrainConfig(steps=100, batch_size=256, learning_rate=2.0, buffer=buffer)
-    _, report = rollout_policy.train(train, test, config)
-    out = {k: report[k] for k in ("train_positions", "buffers", "test_accuracy", "seconds_encoding")}
+    config = pattern_training.TrainConfig(steps=100, batch_size=256, learning_rate=2.0, buffer=buffer)
+    _, report = pattern_training.train(config, train, test, tempfile.mkdtemp())
+    out = {k: report[k] for k in ("train_positions", "buffers", "test_accuracy", "seconds_vocabularies")}
 status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
 mib = lambda key: round(int(status[key].split()[0]) / 1024, 1)
 print(json.dumps({**out, "seconds": round(time.perf_counter() - start, 1),

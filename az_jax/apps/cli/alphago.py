@@ -23,6 +23,7 @@ Each stage is a module of az_jax/alphago/; this file only parses and reports.
 
 import argparse
 import json
+import os
 import sys
 
 from az_jax.apps.cli.args import UsageError, bounded_int, path, positive_float, positive_int
@@ -81,6 +82,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
             "--data", type=path, required=True, metavar="DATA", help="a data set of `az-jax alphago data`"
         )
         pattern.add_argument("--out", type=path, required=True, metavar="FILE", help="the policy (.npz)")
+        pattern.add_argument(
+            "--run-dir", type=path, default=None, help="the training run (resumes; default: FILE without .npz + _run)"
+        )
         pattern.add_argument("--steps", type=positive_int, default=6000)
         pattern.add_argument("--batch-size", type=bounded_int(1, 65536), default=256)
         pattern.add_argument("--learning-rate", type=positive_float, default=2.0)
@@ -89,6 +93,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         pattern.add_argument(
             "--buffer", type=bounded_int(1, 10**9), default=65_536, help="positions encoded at once (bounds memory)"
         )
+        pattern.add_argument("--eval-every", type=positive_int, default=1000)
         pattern.add_argument("--seed", type=bounded_int(0, 2**31 - 1), default=0)
 
     rl = stages.add_parser("rl", help="train the RL policy network p_rho by REINFORCE against a pool (resumes)")
@@ -183,6 +188,7 @@ def run(args) -> int:
         corpus,
         dataset,
         gnugo_games,
+        pattern_training,
         pipeline,
         presets,
         reinforce,
@@ -235,7 +241,7 @@ def run(args) -> int:
             _report(supervised.train(config, train, test, args.run_dir, data_path=args.data, log=_report))
         elif args.stage in ("rollout", "tree"):
             train, test = dataset.load_split(args.data)
-            rollout_config = rollout_policy.TrainConfig(
+            rollout_config = pattern_training.TrainConfig(
                 steps=args.steps,
                 batch_size=args.batch_size,
                 learning_rate=args.learning_rate,
@@ -243,19 +249,19 @@ def run(args) -> int:
                 max_train=args.max_train,
                 seed=args.seed,
                 buffer=args.buffer,
+                eval_every=args.eval_every,
             )
             # p_τ is p_π's training and timing on more features (tree_policy.TREE)
-            family, save = (
-                (tree_policy.TREE, tree_policy.save)
-                if args.stage == "tree"
-                else (rollout_policy.ROLLOUT, rollout_policy.save)
+            family = tree_policy.TREE if args.stage == "tree" else rollout_policy.ROLLOUT
+            run_dir = args.run_dir or os.path.splitext(args.out)[0] + "_run"
+            policy, report = pattern_training.train(
+                rollout_config, train, test, run_dir, family, data_path=args.data, log=_report
             )
-            policy, report = rollout_policy.train(train, test, rollout_config, family)
             report["time_per_move"] = [
                 rollout_policy.time_per_move(policy, test.position, b, repeats=200 if b == 1 else 20, family=family)
                 for b in (1, 256)
             ]
-            save(args.out, policy, report)
+            family.save(args.out, policy, report)
             _report(report)
         elif args.stage == "rl":
             sl_dir, sl_step = _run_and_step(args.sl)
@@ -312,6 +318,7 @@ def run(args) -> int:
         corpus.CorpusError,
         dataset.DatasetError,
         supervised.SLError,
+        pattern_training.PatternTrainingError,
         rollout_policy.RolloutPolicyError,
         tree_policy.TreePolicyError,
         value_data.ValueDataError,
