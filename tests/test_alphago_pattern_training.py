@@ -117,14 +117,18 @@ def test_the_vocabularies_are_built_a_buffer_at_a_time(trained, sets, tmp_path, 
     encode_all = PT.encode_all
     monkeypatch.setattr(PT, "encode_all", lambda p, **kw: sizes.append(len(p.board)) or encode_all(p, **kw))
     policy, report = PT.train(dataclasses.replace(CONFIG, buffer=100), *sets, str(tmp_path), log=lambda line: None)
-    # 512 training rows in ceil(512 / 100) = 6 buffers of 86 or 85 (512 = 2 x 86 + 4 x 85); the steps and the
-    # held-out accuracy compute their positions' features in their jitted programs, never through encode_all
-    assert report["buffers"] == 6 and sorted(sizes) == [85, 85, 85, 85, 86, 86]
-    # the vocabularies come from every expert move either way
-    whole = trained[3]
+    # 512 training rows in ceil(512 / 100) = 6 buffers of 86 or 85 (512 = 2 x 86 + 4 x 85); the set is larger than
+    # a buffer, so not resident: the steps and the held-out accuracy compute their positions' features in their
+    # jitted programs, never through encode_all
+    assert report["buffers"] == 6 and sorted(sizes) == [85, 85, 85, 85, 86, 86] and not report["resident"]
+    # the vocabularies come from every expert move either way, and the steps are the resident run's (the fixture's,
+    # one buffer of 65,536): the same minibatches, the same features
+    whole, whole_report = trained[3], trained[4]
+    assert whole_report["resident"] and whole_report["buffers"] == 1
     assert np.array_equal(policy.pattern_vocabulary, whole.pattern_vocabulary)
     assert np.array_equal(policy.response_vocabulary, whole.response_vocabulary)
-    assert report["test_accuracy"] > 0.9, report
+    np.testing.assert_allclose(np.asarray(policy.weights), np.asarray(whole.weights), rtol=1e-5, atol=1e-5)
+    assert report["test_accuracy"] == whole_report["test_accuracy"] > 0.9, report
 
 
 def test_a_run_directory_refuses_another_config_and_a_damaged_vocabulary(trained, sets, tmp_path):
