@@ -278,7 +278,7 @@ def train(
         init_state=lambda: init_state(config),
         place=lambda state: jax.device_put(state, devices.shardings(mesh, P())),
         train_step=make_train_step(config, mesh),
-        batch=lambda rows: jax.device_put(_take(train_data, rows), batch_sharding),
+        batch=stage_loop.minibatches((train_data.position, train_data.action), batch_sharding),
         line=line,
     )
     return stage_loop.train(stage, run_dir, log)

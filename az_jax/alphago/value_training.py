@@ -275,7 +275,7 @@ def train(
     RUN.write_config(run_dir, config, data_path)
     schedule = optimizer_schedule(config)
     batch_sharding = devices.shardings(mesh, P(devices.DEVICE_AXIS))
-    outcome = np.asarray(train_data.outcome, np.float32)  # 4 bytes a position: the boards stay where they are
+    outcome = np.asarray(train_data.outcome, np.float32)  # z as float32, 4 bytes a position (the boards are not copied)
     mse_step = make_train_step(config, mesh)
 
     def train_step(state: ValueState, key: jax.Array, position: Position, z: jax.Array) -> tuple[ValueState, dict]:
@@ -305,7 +305,7 @@ def train(
         init_state=lambda: init_state(config),
         place=lambda state: jax.device_put(state, devices.shardings(mesh, P())),
         train_step=train_step,
-        batch=lambda rows: jax.device_put((_take(train_data.position, rows), outcome[rows]), batch_sharding),
+        batch=stage_loop.minibatches((train_data.position, outcome), batch_sharding),
         line=line,
     )
     return stage_loop.train(stage, run_dir, log)
