@@ -240,7 +240,7 @@ def train(
             "train_accuracy": float(means[1]),
             "illegal_expert_moves": float(means[2]),  # the share the loss left out (loss_and_accuracy)
             "test_accuracy": held_out_accuracy(policy, family, test_positions, test_rows),
-            "positions_per_second": len(pending) * config.batch_size / seconds,
+            "positions_per_second": len(pending) * min(config.batch_size, len(train_rows)) / seconds,
         }
 
     train_step: Callable[..., tuple[PatternState, dict]]

@@ -275,7 +275,7 @@ def train(
     RUN.write_config(run_dir, config, data_path)
     schedule = optimizer_schedule(config)
     batch_sharding = devices.shardings(mesh, P(devices.DEVICE_AXIS))
-    outcome = np.asarray(train_data.outcome, np.float32)  # z as float32, 4 bytes a position (the boards are not copied)
+    outcome = np.asarray(train_data.outcome, np.float32)  # z as float32, 4 bytes a position
     mse_step = make_train_step(config, mesh)
 
     def train_step(state: ValueState, key: jax.Array, position: Position, z: jax.Array) -> tuple[ValueState, dict]:
