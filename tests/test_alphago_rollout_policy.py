@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from az_jax.alphago import rollout_policy as R
+from az_jax.alphago.features import _move_features
 from az_jax.alphago.position import Position
 
 N = 7
@@ -80,6 +81,31 @@ BOARDS = {
         .......
         ......X
     """,
+    # (0,0) has no empty neighbour; X (1,0)-(1,1)-(1,2) is in atari there, and so is O (0,1)-(0,2) (its other
+    # neighbours (1,1), (1,2), (0,3) are X). X at (0,0) captures both O stones, which both touch the joined chain
+    # ((0,1) next to (0,0), (0,2) next to (1,2)): 2 liberties, save atari. X (0,3) is in atari too (liberty (0,4)):
+    # extending to (0,4) gives (0,5), (1,4): save atari.
+    "save_by_capture": """
+        .OOX...
+        XXXO...
+        OOO....
+        .......
+        .......
+        .......
+        .......
+    """,
+    # (2,0): X (3,0) in atari there; O (0,0)-(1,0) too (its other neighbours (0,1), (1,1) are X, a chain with 2
+    # liberties); O (2,1) is not (it joins (3,1), (4,1), (4,0): 5 more). X at (2,0) captures (0,0)-(1,0), but only
+    # (1,0) touches the joined chain (2,0)-(3,0) ((0,0) touches (0,1), another chain): 1 liberty, legal, no save.
+    "capture_no_save": """
+        OX.....
+        OX.....
+        .O.....
+        XO.....
+        OO.....
+        .......
+        .......
+    """,
     # centre, with an X stone at (3,5): Manhattan distance 2 from the previous move, inside the diamond
     "centre_near": """
         .......
@@ -145,6 +171,30 @@ def test_save_atari_only_on_the_extension_that_gains_liberties(encoded):
     e = encoded["save_atari"]
     assert list(np.flatnonzero(e.save_atari)) == [pt(3, 2)]
     assert e.legal[pt(1, 0)]  # the self-atari extension is legal, just not a save
+
+
+def test_save_atari_counts_the_captured_stones_that_touch_the_joined_chain(encoded):
+    assert list(np.flatnonzero(encoded["save_by_capture"].save_atari)) == [pt(0, 0), pt(0, 4)]
+    e = encoded["capture_no_save"]
+    assert e.legal[pt(2, 0)] and not e.save_atari.any()
+    # the bitset count of features.py gives the same liberties after the move: 2 at (0,0), 1 at (2,0)
+    for name, point, after in (("save_by_capture", pt(0, 0), 2), ("capture_no_save", pt(2, 0), 1)):
+        board, _ = parse(BOARDS[name])
+        moves = jax.jit(lambda b: _move_features(b, jnp.int32(-1), N))(jnp.asarray(board))
+        assert int(moves["liberties_after"][point]) == after
+
+
+def test_sample_draws_softmax_and_never_a_masked_point():
+    """exp(scores) = 1, 2, 0 (masked), 5: probabilities 1/8, 2/8, 0, 5/8. 40,000 draws: a count's standard deviation
+    is at most sqrt(40000 * 1/4) = 100, so 4 sigma is 400 (1% of the draws)."""
+    scores = jnp.log(jnp.array([1.0, 2.0, 0.0, 5.0]))
+    draws = np.asarray(jax.jit(lambda k: R.sample(k, jnp.broadcast_to(scores, (40_000, 4))))(jax.random.key(0)))
+    counts = np.bincount(draws, minlength=4)
+    assert counts[2] == 0
+    np.testing.assert_allclose(counts, [5_000, 10_000, 0, 25_000], atol=400)
+    # a single finite score is always drawn
+    one = jnp.array([-jnp.inf, -jnp.inf, 3.0, -jnp.inf])
+    assert (np.asarray(jax.jit(lambda k: R.sample(k, jnp.broadcast_to(one, (1000, 4))))(jax.random.key(1))) == 2).all()
 
 
 def test_response_diamond_covers_exactly_manhattan_1_and_2(encoded):

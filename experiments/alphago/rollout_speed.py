@@ -38,7 +38,7 @@ def pgx_rollout(policy: rollout_lib.RolloutPolicy, states: pgx.State, key: jax.A
         position = from_pgx(s)
         scores = rollout_lib.logits(policy, position)
         sensible = jnp.isfinite(scores) & s.legal_action_mask[:, : n * n] & ~apv_mcts.own_eyes(position.board, n)
-        point = jax.random.categorical(sample_key, jnp.where(sensible, scores, -jnp.inf), axis=-1)
+        point = rollout_lib.sample(sample_key, jnp.where(sensible, scores, -jnp.inf))
         action = jnp.where(sensible.any(-1), point, n * n).astype(jnp.int32)
         going = ~(s.terminated | s.truncated)
         s = jax.vmap(env.step)(s, action)
@@ -82,13 +82,26 @@ def time_case(fn, states, repeats: int) -> tuple[float, int]:
     return (time.perf_counter() - start) / repeats, moves // repeats
 
 
+def cpu_model() -> str:
+    """The CPU's model name as Linux reports it (machines differ: figures are compared on one), or '?'."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
+    except OSError:
+        return "?"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="9,19")
     parser.add_argument("--batches", default="1,256")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--games", default="pgx step,lean", help="which rollouts to time: 'pgx step', 'lean'")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    games = args.games.split(",")
+    if set(games) - {"pgx step", "lean"}:
+        parser.error(f"--games: choose from 'pgx step', 'lean', not {args.games!r}")
     rows = []
     policy = random_policy()
     for size in (int(s) for s in args.sizes.split(",")):
@@ -102,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                 return z, end, end.steps - s._x.step_count
 
             cases = {"pgx step": jax.jit(lambda s, k, env=env: pgx_rollout(policy, s, k, env)), "lean": jax.jit(lean)}
-            for name, fn in cases.items():
+            for name in games:
+                fn = cases[name]
                 seconds, moves = time_case(fn, states, args.repeats)
                 row = {
                     "size": size,
@@ -117,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"machine": f"{os.cpu_count()} CPUs, XLA CPU", "rows": rows}, f, indent=1)
+            json.dump({"machine": f"{os.cpu_count()} CPUs ({cpu_model()}), XLA CPU", "rows": rows}, f, indent=1)
             f.write("\n")
     return 0
 
