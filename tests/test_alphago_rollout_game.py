@@ -67,25 +67,3 @@ def test_carried_labels_are_the_chains_found_again():
         np.testing.assert_array_equal(np.asarray(lean.turns_since), np.asarray(want.turns_since))
         np.testing.assert_array_equal(np.asarray(lean.ko), np.asarray(want.ko))
     assert int((np.asarray(lean.board) != 0).sum(-1).min()) > 20  # crowded boards, with captures on the way
-
-
-def test_lean_move_features_equal_the_bitset_ones_on_rollout_positions():
-    """p_π's move features without bitsets (features._lean_move_features: liberties counted, those after a move named)
-    give the bitset version's values at every point of positions along rollouts: crowded boards, captures, ataris."""
-    lean = jax.jit(jax.vmap(lambda b, k, lab: features_lib._lean_move_features(b, k, N, lab)))
-    full = jax.jit(jax.vmap(lambda b, k, lab: features_lib._move_features(b, k, N, lab)))
-    play = jax.jit(lambda s, k, t: rollout_game.play(policy(5), s, k, ENV, max_moves=t)[1])
-    states = midgame(20, 5)
-    checked = saves = 0
-    for moves in (5, 30, 60, 90, 120):
-        end = play(states, jax.random.key(moves), jnp.int32(moves))
-        got, want = lean(end.board, end.ko, end.label), full(end.board, end.ko, end.label)
-        for name in ("liberties", "legal", "own_eye"):
-            np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]), err_msg=name)
-        legal = np.asarray(want["legal"])
-        np.testing.assert_array_equal(
-            np.asarray(got["two_after"])[legal], (np.asarray(want["liberties_after"]) >= 2)[legal]
-        )
-        checked += int(legal.sum())
-        saves += int((legal & (np.asarray(want["liberties_after"]) == 1)).sum())
-    assert checked > 3000 and saves > 20  # many legal points, some of them leaving one liberty

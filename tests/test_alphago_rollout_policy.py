@@ -184,19 +184,6 @@ def test_save_atari_counts_the_captured_stones_that_touch_the_joined_chain(encod
         assert int(moves["liberties_after"][point]) == after
 
 
-def test_sample_draws_softmax_and_never_a_masked_point():
-    """exp(scores) = 1, 2, 0 (masked), 5: probabilities 1/8, 2/8, 0, 5/8. 40,000 draws: a count's standard deviation
-    is at most sqrt(40000 * 1/4) = 100, so 4 sigma is 400 (1% of the draws)."""
-    scores = jnp.log(jnp.array([1.0, 2.0, 0.0, 5.0]))
-    draws = np.asarray(jax.jit(lambda k: R.sample(k, jnp.broadcast_to(scores, (40_000, 4))))(jax.random.key(0)))
-    counts = np.bincount(draws, minlength=4)
-    assert counts[2] == 0
-    np.testing.assert_allclose(counts, [5_000, 10_000, 0, 25_000], atol=400)
-    # a single finite score is always drawn
-    one = jnp.array([-jnp.inf, -jnp.inf, 3.0, -jnp.inf])
-    assert (np.asarray(jax.jit(lambda k: R.sample(k, jnp.broadcast_to(one, (1000, 4))))(jax.random.key(1))) == 2).all()
-
-
 def test_response_diamond_covers_exactly_manhattan_1_and_2(encoded):
     r, c = np.divmod(np.arange(P), N)
     distance = np.abs(r - 3) + np.abs(c - 3)

@@ -185,9 +185,20 @@ def own_eyes(board: jax.Array, n: int) -> jax.Array:
     """[..., N²] board (+1 the player to move's stones) -> [..., N²] bool: its own eyes, as the sensibleness plane of
     features.py defines them (orthogonal neighbours own or off the board; opponent diagonals: none on the edge or in
     the corner, at most one elsewhere). Needs no chains, so rollouts use it instead of the 48 planes."""
-    flat = board.reshape(-1, n * n).astype(jnp.int8)
-    eyes = jax.vmap(lambda b: features_lib._own_eyes(b, features_lib._shifted(b, n, features_lib._OFF), n))(flat)
-    return eyes.reshape(board.shape)
+    lead = board.shape[:-1]
+    grid = board.reshape((*lead, n, n)).astype(jnp.int8)
+    pad = [(0, 0)] * len(lead) + [(1, 1), (1, 1)]
+    padded = jnp.pad(grid, pad, constant_values=features_lib._OFF)
+
+    def at(dr, dc):
+        return padded[..., 1 + dr : 1 + dr + n, 1 + dc : 1 + dc + n]
+
+    orth = jnp.stack([at(dr, dc) for dr, dc in features_lib._DIRS], -1)
+    diag = jnp.stack([at(dr, dc) for dr, dc in features_lib._DIAGS], -1)
+    edge = (diag == features_lib._OFF).any(-1)
+    bad = (diag == -1).sum(-1)
+    eye = (grid == 0) & ((orth == 1) | (orth == features_lib._OFF)).all(-1) & (bad <= jnp.where(edge, 0, 1))
+    return eye.reshape((*lead, n * n))
 
 
 def rollout(

@@ -264,9 +264,8 @@ def _chain_liberties(board: jax.Array, n: int) -> jax.Array:
 def _move_features(board: jax.Array, ko: jax.Array, n: int, label: jax.Array | None = None) -> dict[str, jax.Array]:
     """One position's chains and the result of a move at each of its N*N points (all [P]):
     label (chain labels), liberties (of the chain at a stone), label_liberties [P + 1] (by label), legal,
-    capture_size, chain_size (of the new stone's chain), liberties_after, two_after (>= 2 of them), own_eye. `label`:
-    the chain labels when the caller carries them (`_chain_labels`' values: a rollout's, alphago/rollout_game.py),
-    else found here."""
+    capture_size, chain_size (of the new stone's chain), liberties_after, own_eye. `label`: the chain labels when
+    the caller carries them (`_chain_labels`' values: a rollout's, alphago/rollout_game.py), else found here."""
     t = _tables(n)
     p = n * n
     q = jnp.arange(p)
@@ -293,6 +292,11 @@ def _move_features(board: jax.Array, ko: jax.Array, n: int, label: jax.Array | N
     free = (empty_bits & ~jnp.asarray(t["point_bits"])) | freed
     liberties_after = _popcount(around & free)
     legal = empty & (q != ko) & (liberties_after > 0)
+    # own eye: orthogonal neighbours own or off the board; opponent diagonals: none on the edge, at most 1 elsewhere
+    diagonal = _shifted(board, n, _OFF, _DIAGS)
+    edge = (diagonal == _OFF).any(-1)
+    bad = (diagonal == -1).sum(-1)
+    own_eye = empty & ((colour == 1) | (colour == _OFF)).all(-1) & (bad <= jnp.where(edge, 0, 1))
     return {
         "label": label,
         "liberties": jnp.where(empty, 0, label_liberties[label]),
@@ -301,78 +305,7 @@ def _move_features(board: jax.Array, ko: jax.Array, n: int, label: jax.Array | N
         "capture_size": capture_size,
         "chain_size": chain_size,
         "liberties_after": liberties_after,
-        "two_after": liberties_after >= 2,
-        "own_eye": _own_eyes(board, colour, n),
-    }
-
-
-def _own_eyes(board: jax.Array, colour: jax.Array, n: int) -> jax.Array:
-    """[P] own eyes: the empty points whose orthogonal neighbours (`colour` [P, 4]) are own or off the board, with no
-    opponent diagonal on the edge and at most one elsewhere."""
-    diagonal = _shifted(board, n, _OFF, _DIAGS)
-    edge = (diagonal == _OFF).any(-1)
-    bad = (diagonal == -1).sum(-1)
-    return (board == 0) & ((colour == 1) | (colour == _OFF)).all(-1) & (bad <= jnp.where(edge, 0, 1))
-
-
-def _lean_move_features(
-    board: jax.Array, ko: jax.Array, n: int, label: jax.Array | None = None
-) -> dict[str, jax.Array]:
-    """What p_π's features need of `_move_features` (label, liberties, legal, two_after, own_eye; all [P]), the same
-    values, without its bitsets: the rollout's move. Chains' liberties are counted by one scatter of each empty
-    point's distinct neighbour chains; whether a move at m leaves its chain no, one, or two or more liberties comes
-    from the liberties it would have, named: the empty neighbours of m; the other liberty of each own neighbour chain
-    with two (its lowest and highest liberty); the stones next to m that it captures (a chain whose last liberty is
-    m); and, for each own neighbour chain whose last liberty is m, the lowest and highest opponent stone next to it
-    whose chain's last liberty is m too (captured, so a liberty of the joined chain). An own neighbour chain with
-    three or more liberties gives two after the move. Two distinct names make two liberties, one name one. Captured
-    stones next to an own chain with two liberties are not named: that chain names its other liberty, and a capture
-    names a stone next to m (a chain whose last liberty is m touches m), so the count is two already.
-
-    Why (profiled at 19×19, batch 64, mid-game positions, beside a training run, so only the shares count): the move
-    features were ~70% of a rollout move, and of `_move_features` ~40% went to building its bitsets (two scatters)
-    and ~40% to the popcount of every point's union of liberties. tests/test_alphago_rollout_game.py checks that the
-    two agree at every point of positions along rollouts."""
-    p = n * n
-    q = jnp.arange(p)
-    empty = board == 0
-    label = _chain_labels(board, n) if label is None else label
-    nl = _shifted(label, n, p)  # [P, 4]: each neighbour's chain label (P: empty or off the board)
-    d = _distinct_neighbour_labels(label, n)  # [P, 4]: the same, each chain once
-    label_liberties = _liberty_counts(board, label, n)  # [P + 1]
-    lowest, highest = _liberty_range(board, label, n)
-    colour = _shifted(board, n, _OFF)  # [P, 4]
-    at = _shifted(q, n, -1)  # [P, 4]: the neighbours' points
-    own = (colour == 1) & (d < p)
-    libs = label_liberties[d]  # [P, 4]
-    # for each own chain in atari: the lowest and highest opponent stone next to it whose chain's one liberty is the
-    # same point (a move there captures it)
-    last = jnp.where(label_liberties == 1, lowest, -1)  # [P + 1]: a chain's one liberty, -1 if it has more
-    touch = (board == -1)[:, None] & own & (last[label][:, None] >= 0) & (last[label][:, None] == last[d])
-    row = jnp.where(touch, d, p)
-    stone = jnp.broadcast_to(q[:, None], row.shape)
-    lowest_capture = jnp.full(p + 1, p).at[row].min(stone)  # [P + 1] (row P: garbage)
-    lowest_capture = jnp.where(lowest_capture < p, lowest_capture, -1)
-    highest_capture = jnp.full(p + 1, -1).at[row].max(stone)
-    in_atari = own & (libs == 1)
-    names = jnp.concatenate(
-        [
-            jnp.where(colour == 0, at, -1),  # empty neighbours
-            jnp.where(own & (libs == 2), jnp.where(lowest[d] == q[:, None], highest[d], lowest[d]), -1),
-            jnp.where((colour == -1) & (label_liberties[nl] == 1), at, -1),  # captured neighbours
-            jnp.where(in_atari, lowest_capture[d], -1),
-            jnp.where(in_atari, highest_capture[d], -1),
-        ],
-        -1,
-    )  # [P, 20]: liberties after a move at each point, by name (-1: none)
-    top, bottom = names.max(-1), jnp.where(names >= 0, names, p).min(-1)
-    after = jnp.where((own & (libs >= 3)).any(-1), 2, (top >= 0).astype(jnp.int32) + ((top >= 0) & (bottom != top)))
-    return {
-        "label": label,
-        "liberties": jnp.where(empty, 0, label_liberties[label]),
-        "legal": empty & (q != ko) & (after > 0),
-        "two_after": after >= 2,
-        "own_eye": _own_eyes(board, colour, n),
+        "own_eye": own_eye,
     }
 
 

@@ -11,9 +11,7 @@ against 15 and 168 µs for p_π's features and 1 and 3 µs for the position. So 
 rollout's cost. Here a rollout keeps its own state (`Lean`): the board relative to the player to move, each stone's
 chain label, the ko point, the turns since each stone was played, passes and moves so far; a move updates the labels
 where it merges or captures (features._play) instead of finding the chains again, and p_π's features read the
-labels (features._lean_move_features with `label` given: liberties counted and named, no bitsets) instead of
-recomputing them. A move is drawn by inverting p_π's distribution function with one uniform number
-(rollout_policy.sample), not a Gumbel number per point. pgx is used twice: the start
+labels (features._move_features with `label` given) instead of recomputing them. pgx is used twice: the start
 (its state) and the end (Tromp–Taylor area with the env's komi, pgx's own scorer).
 
 The game is pgx's with one rule left out: positional superko (pgx ends a game lost for a player who repeats a whole
@@ -143,7 +141,7 @@ def play(
         encoded, own_eye = encode(s)
         scores = rollout_lib._scores(policy.weights, rollout_lib.indices(policy, encoded))  # [B, N²], -inf: illegal
         sensible = jnp.isfinite(scores) & ~own_eye
-        point = rollout_lib.sample(sample_key, jnp.where(sensible, scores, -jnp.inf))
+        point = jax.random.categorical(sample_key, jnp.where(sensible, scores, -jnp.inf), axis=-1)
         action = jnp.where(sensible.any(-1), point, n * n).astype(jnp.int32)
         return step(s, action, n, game.max_termination_steps), key, t + 1
 

@@ -43,12 +43,9 @@ a feature set's encode / vocabularies / indices / scores / files, so that `logit
 A p_π file has no `kind` entry; a file that has one (a p_τ file) is refused by `load`.
 
 Simplifications against the paper: patterns are not made invariant under the 8 board symmetries (the paper does not
-say whether its are); save atari does not count captures of opponent stones elsewhere that free the chain, and
-where the move's only liberties come from capturing a chain of two or more stones next to it, it counts them as one
-(features._lean_move_features: p_π's features take chains' liberties from counts and named liberties, not bitsets;
-p_τ's, which need the liberties after every move, use the exact count); the features are recomputed from the whole
-board at each move (a rollout carries its chain labels, rollout_game.py), where the paper updates patterns
-incrementally.
+say whether its are); save atari does not count captures of opponent stones elsewhere that free the chain; the
+features are recomputed from the whole board at each move (chain labels by label propagation, features.py), where the
+paper updates patterns incrementally.
 
 Legality as in features.py: the point is empty, not `position.ko`, and not suicide (positional superko not checked).
 """
@@ -70,7 +67,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from az_jax.alphago.features import _lean_move_features, _move_features, _shifted
+from az_jax.alphago.features import _move_features, _shifted
 from az_jax.alphago.position import Position
 from az_jax.runtime import files
 
@@ -167,28 +164,21 @@ def diamond_code(around: jax.Array, c: jax.Array) -> jax.Array:
 
 
 def encode_parts(
-    board: jax.Array,
-    turns_since: jax.Array,
-    ko: jax.Array,
-    n: int,
-    label: jax.Array | None = None,
-    full: bool = False,
+    board: jax.Array, turns_since: jax.Array, ko: jax.Array, n: int, label: jax.Array | None = None
 ) -> tuple[Encoded, dict[str, jax.Array], jax.Array]:
     """One position's raw features, with what they were computed from: features.py's move features (chains,
     liberties, the result of a move at each point) and the point states [P], for feature sets that extend p_π's.
-    `label`: the chain labels when the caller carries them (a rollout's), else found here. p_π's own features need
-    only `_lean_move_features`; `full` computes `_move_features` (capture sizes, liberties after each move) for the
-    feature sets that read them (p_τ's)."""
+    `label`: the chain labels when the caller carries them (a rollout's), else found here."""
     p = n * n
     board = board.astype(jnp.int8)
-    moves = (_move_features if full else _lean_move_features)(board, ko.astype(jnp.int32), n, label)
+    moves = _move_features(board, ko.astype(jnp.int32), n, label)
     states = point_states(board, moves["liberties"])
     legal = moves["legal"]
     # save atari: a is the liberty of an own neighbour chain in atari, and the joined chain keeps >= 2 liberties
     colour = _shifted(board, n, 3)  # [P, 4]
     nbr_libs = _shifted(moves["liberties"], n, 0)
     in_atari = ((colour == 1) & (nbr_libs == 1)).any(-1)
-    save_atari = legal & in_atari & moves["two_after"]
+    save_atari = legal & in_atari & (moves["liberties_after"] >= 2)
     # the previous move, and each point's offset from it
     last = turns_since == 1
     has_last = last.any() & (board[jnp.argmax(last)] == -1)
@@ -394,25 +384,13 @@ def logits(policy: PatternPolicy, position: Position, family: Family = ROLLOUT) 
     return family.scores(policy.weights, family.indices(policy, family.encode(position)))
 
 
-def sample(key: jax.Array, scores: jax.Array) -> jax.Array:
-    """[...] int32: a point of scores [..., P] (-inf: never) drawn with probability softmax(scores), by inverting the
-    distribution function with one uniform number a row (`jax.random.categorical` draws a Gumbel number for every
-    point: at 19×19 ~30 µs of a rollout move's ~220 on the 2-core VM with a training run on it). A row with no
-    finite score gives an arbitrary point; callers pass then."""
-    top = scores.max(-1, keepdims=True)
-    cdf = jnp.cumsum(jnp.exp(scores - jnp.where(jnp.isfinite(top), top, 0.0)), -1)
-    total = cdf[..., -1:]
-    u = jnp.minimum(jax.random.uniform(key, total.shape) * total, jnp.nextafter(total, 0.0))
-    return jnp.minimum((cdf <= u).sum(-1), scores.shape[-1] - 1).astype(jnp.int32)
-
-
 def select(
     policy: PatternPolicy, position: Position, key: jax.Array, greedy: bool = False, family: Family = ROLLOUT
 ) -> jax.Array:
     """[...] int32: a move sampled from p_π (or its argmax), N*N (pass) when no point is legal."""
     scores = logits(policy, position, family)
     p = scores.shape[-1]
-    move = jnp.argmax(scores, -1) if greedy else sample(key, scores)
+    move = jnp.argmax(scores, -1) if greedy else jax.random.categorical(key, scores, -1)
     return jnp.where(jnp.isfinite(scores).any(-1), move, p).astype(jnp.int32)
 
 

@@ -119,7 +119,7 @@ def diamond_codes(states: jax.Array, n: int) -> jax.Array:
 
 def _encode_one(board: jax.Array, turns_since: jax.Array, ko: jax.Array, n: int) -> Encoded:
     board = board.astype(jnp.int8)
-    rollout, moves, states = rollout_lib.encode_parts(board, turns_since, ko, n, full=True)
+    rollout, moves, states = rollout_lib.encode_parts(board, turns_since, ko, n)
     self_atari = moves["legal"] & (moves["capture_size"] == 0) & (moves["liberties_after"] == 1)
     distance = jnp.stack(
         [distance_feature(board, turns_since, 1, -1, n), distance_feature(board, turns_since, 2, 1, n)], -1
