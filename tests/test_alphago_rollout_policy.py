@@ -178,10 +178,10 @@ def test_save_atari_counts_the_captured_stones_that_touch_the_joined_chain(encod
     e = encoded["capture_no_save"]
     assert e.legal[pt(2, 0)] and not e.save_atari.any()
     # the bitset count of features.py gives the same liberties after the move: 2 at (0,0), 1 at (2,0)
+    move_features = jax.jit(lambda b: _move_features(b, jnp.int32(-1), N))  # one compile for both boards
     for name, point, after in (("save_by_capture", pt(0, 0), 2), ("capture_no_save", pt(2, 0), 1)):
         board, _ = parse(BOARDS[name])
-        moves = jax.jit(lambda b: _move_features(b, jnp.int32(-1), N))(jnp.asarray(board))
-        assert int(moves["liberties_after"][point]) == after
+        assert int(move_features(jnp.asarray(board))["liberties_after"][point]) == after
 
 
 def test_response_diamond_covers_exactly_manhattan_1_and_2(encoded):
