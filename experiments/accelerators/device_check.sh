@@ -19,13 +19,18 @@
 # 2. the memory plan: experiments/accelerators/memory_check.py, one process per config: XLA's compile-time memory analysis of the
 #    training iteration against the device's peak bytes in use after running it;
 # 4. self-play utilisation at AlphaZero's scale (experiments/accelerators/selfplay_mfu.py): go_19x19, 19 × 256, bfloat16.
+# 3. AlphaGo's search speed ("rollout", "apv"; not in the default), first on a quiet device: µs per p_π rollout move at
+#    batch 1 and 256 (experiments/alphago/rollout_speed.py) and APV-MCTS moves per second for one game at 400
+#    simulations by leaves per step under virtual loss, 9×9 and 19×19 (experiments/alphago/apv_speed.py);
+# 4. MFU_SIMULATIONS (default 32) sets the self-play MFU's simulations; at 800 (the papers') one ply a call;
 # 5. learning ("learn"): `az-jax train` of go_9x9 at a GPU's scale (6 × 128, bfloat16, 1,024 games) for LEARN_SECONDS,
 #    stopped by SIGTERM (the iteration in flight finishes and is saved), then `az-jax export` of its checkpoint nearest
 #    the middle and of its last (agent files, for matches against GNU Go on any machine) and its metrics.jsonl;
 #    the tests run beside it in the background.
 #
 # Each step has its own time limit and the script goes on after a failure (the log says which). Everything goes to
-# OUT_DIR: log.txt (all output), env.txt, tests.txt, bench_*.json, memory.jsonl, peer_go_9x9.json, mfu_go_19x19.json.
+# OUT_DIR: log.txt (all output), env.txt, tests.txt, bench_*.json, memory.jsonl, peer_go_9x9.json,
+# mfu_go_19x19_<simulations>sims.json, rollout_speed.json, apv_speed_{9x9,19x19}.json.
 # `tiny` runs the same steps with tiny settings (a CPU machine, minutes), to check the script itself.
 #
 # On the lent machine, the packages its image lacks (pgx, mctx, ... and for the example dm-haiku, omegaconf, pydantic)
@@ -66,7 +71,10 @@ if [ "$SCALE" = tiny ]; then
   PEER=(--selfplay-batch 16 --plies 4 --training-batch 32 --simulations 4 --iterations 3)
   MFU=(--game go_9x9 --preset small --set compute_dtype=bfloat16 --set num_simulations=4 --set selfplay_batch_size=8
        --set selfplay_steps=2 --set num_blocks=1 --set num_channels=8 --set replay_capacity=4096)
-  TESTS=(tests/test_conv.py)
+  read -r -a TESTS <<< "${TESTS_LIST:-tests/test_conv.py}"
+  ROLLOUT=(--sizes 9 --batches 1,4 --repeats 1)
+  APV9=(--sizes 9 --leaves 1,4 --simulations 8 --moves 1)
+  APV19=(--sizes 19 --leaves 4 --simulations 4 --moves 1)
   LEARN_SETS=(--set num_blocks=1 --set num_channels=8 --set selfplay_batch_size=16 --set batch_size=32
               --set num_simulations=4 --set min_replay_size=64 --set checkpoint_every=2 --set eval_every=0)
   LEARN_SETS_C4=(--set num_blocks=1 --set num_channels=8 --set selfplay_batch_size=16 --set batch_size=32
@@ -82,10 +90,16 @@ else
   # same plies and train on every position once
   PEER=(--selfplay-batch 1024 --plies "${PEER_PLIES:-32}" --training-batch 4096 --simulations 32
         --iterations "${PEER_ITERATIONS:-4}")
-  MFU=(--game go_19x19 --preset paper --set compute_dtype=bfloat16 --set num_simulations=32
-       --set selfplay_batch_size=1024 --set selfplay_steps=2 --set replay_capacity=131072)
-  TESTS=(tests/test_search.py tests/test_learner.py tests/test_replay.py tests/test_conv.py tests/test_targets.py
-         tests/test_parallel.py tests/test_agent_file.py)
+  MFU_SIMULATIONS=${MFU_SIMULATIONS:-32}
+  MFU=(--game go_19x19 --preset paper --set compute_dtype=bfloat16 --set num_simulations=$MFU_SIMULATIONS
+       --set selfplay_batch_size=1024 --set replay_capacity=131072)
+  # at the papers' 800 simulations a ply is ~25 s: one ply a call, one timed call
+  if [ "$MFU_SIMULATIONS" -ge 200 ]; then MFU+=(--set selfplay_steps=1 --repeats 1); else MFU+=(--set selfplay_steps=2); fi
+  ROLLOUT=(--sizes 9,19 --batches 1,256 --repeats 2)
+  APV9=(--sizes 9 --leaves 1,16 --simulations 400 --moves 2)
+  APV19=(--sizes 19 --leaves 1,16 --simulations 400 --moves 1)
+  read -r -a TESTS <<< "${TESTS_LIST:-tests/test_search.py tests/test_learner.py tests/test_replay.py tests/test_conv.py
+    tests/test_targets.py tests/test_parallel.py tests/test_agent_file.py}"
   # 16k positions an iteration, trained twice each (train_ratio 2) in 32 steps of 1,024; the replay window 16
   # iterations; the step-down near the end of a 4-minute run's ~10k steps (by the bench's figures at this scale)
   LEARN_SETS=(--set num_blocks=6 --set num_channels=128 --set compute_dtype=bfloat16 --set selfplay_batch_size=1024
@@ -123,6 +137,18 @@ elif [ -f .pgx_example/train.py ]; then
     "${VARIANTS[@]}" --json "$OUT_DIR/peer_go_9x9.json"
 else
   step "no .pgx_example/train.py: pgx example skipped"
+fi
+
+# 3. AlphaGo's search speed, on a quiet device.
+if want apv; then
+  step "AlphaGo APV-MCTS speed, 9x9"
+  run ${APV9_LIMIT:-100} $PY -m experiments.alphago.apv_speed "${APV9[@]}" --json "$OUT_DIR/apv_speed_9x9.json"
+  step "AlphaGo APV-MCTS speed, 19x19"
+  run ${APV19_LIMIT:-130} $PY -m experiments.alphago.apv_speed "${APV19[@]}" --json "$OUT_DIR/apv_speed_19x19.json"
+fi
+if want rollout; then
+  step "AlphaGo rollout speed"
+  run ${ROLLOUT_LIMIT:-90} $PY -m experiments.alphago.rollout_speed "${ROLLOUT[@]}" --out "$OUT_DIR/rollout_speed.json"
 fi
 
 # 1 + 2. Tests, then the memory checks, in the background (no timings taken there; each process allocates on demand so
@@ -191,7 +217,8 @@ wait $BACKGROUND
 # 4. Utilisation at AlphaZero's scale.
 if want mfu; then
   step "self-play MFU"
-  run 170 $PY experiments/accelerators/selfplay_mfu.py "${MFU[@]}" --json "$OUT_DIR/mfu_go_19x19.json"
+  run ${MFU_LIMIT:-170} $PY experiments/accelerators/selfplay_mfu.py "${MFU[@]}" \
+    --json "$OUT_DIR/mfu_go_19x19_${MFU_SIMULATIONS:-32}sims.json"
 fi
 
 step "done"

@@ -58,11 +58,12 @@ def nets_for(size: int, key: jax.Array) -> apv_mcts.Nets:
 def opening(size: int, key: jax.Array, plies: int = 20):
     """[1, ...] the pgx state after `plies` uniformly random legal moves (not passes) from the empty board."""
     env = make_env(f"go_{size}x{size}")[0]
-    state = env.init(key)
+    step = jax.jit(env.step)  # pgx's step run op by op takes seconds a ply
+    state = jax.jit(env.init)(key)
     for _ in range(plies):
         key, k = jax.random.split(key)
         legal = state.legal_action_mask.at[-1].set(False)
-        state = env.step(state, jax.random.choice(k, legal.shape[0], p=legal / legal.sum()))
+        state = step(state, jax.random.choice(k, legal.shape[0], p=legal / legal.sum()))
     return jax.tree.map(lambda x: x[None], state)
 
 
@@ -103,7 +104,11 @@ def main(argv=None) -> int:
             row = measure(size, leaves, args.simulations, args.moves, jax.random.key(size))
             print(json.dumps(row), flush=True)
             rows.append(row)
-    machine = {"devices": str(jax.devices()), "cpu": platform.processor() or platform.machine()}
+    machine = {
+        "devices": str(jax.devices()),
+        "device_kind": jax.devices()[0].device_kind,
+        "cpu": platform.processor() or platform.machine(),
+    }
     with open(args.json, "w") as f:
         json.dump({"machine": machine, "command": "python -m experiments.alphago.apv_speed", "rows": rows}, f, indent=1)
     return 0

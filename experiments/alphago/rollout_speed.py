@@ -131,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"machine": f"{os.cpu_count()} CPUs ({cpu_model()}), XLA CPU", "rows": rows}, f, indent=1)
+            device = jax.devices()[0]
+            cpu = f"XLA CPU, {os.cpu_count()} CPUs ({cpu_model()})"
+            where = cpu if device.platform == "cpu" else device.device_kind
+            json.dump({"machine": where, "rows": rows}, f, indent=1)
             f.write("\n")
     return 0
 
