@@ -136,6 +136,61 @@ def test_resolve_gives_each_mover_its_own_view():
     assert set(np.asarray(batch.score).tolist()) <= {1.5, -1.5}  # only done rows are drawn
 
 
+def test_resolve_marks_resigned_games_unscored():
+    # 2 games, 1 ply each, capacity 2: row b is game b's position. Both end on this ply, game 0 by the rules (scored),
+    # game 1 by resignation (its final targets are whatever the stepped board gives, and must not be learnt).
+    buf = jax.jit(lambda: replay.init(2, (N, N, 17), jnp.bool_, N * N + 1, keep_score=True, keep_scored=True))()
+    buf = jax.jit(replay.add)(
+        buf,
+        jnp.int32(0),
+        jnp.zeros((2, N, N, 17), jnp.bool_),
+        jnp.zeros((2, N * N + 1)),
+        jnp.ones((2, N * N + 1), jnp.bool_),
+        jnp.zeros(2, jnp.int32),
+        jnp.zeros(2, jnp.int32),
+    )
+    assert buf.scored.tolist() == [False, False]  # written, game not over
+    final = (jnp.zeros((2, 2, N * N), jnp.int8), jnp.float32([[1.5, -1.5], [20.5, -20.5]]))
+    buf = jax.jit(replay.resolve)(
+        buf, jnp.bool_([True, True]), jnp.zeros(2, jnp.int32), jnp.float32([[1, -1], [-1, 1]]), final, jnp.bool_([0, 1])
+    )
+    assert buf.done.tolist() == [True, True] and buf.scored.tolist() == [True, False]
+    assert buf.outcome.tolist() == [1.0, -1.0]  # the resigner (player 0 of game 1) still loses: z is kept
+    batch = jax.jit(replay.sample, static_argnums=2)(buf, jax.random.key(0), 64)
+    # each drawn row carries its own weight: 1 with game 0's score 1.5, 0 with game 1's 20.5
+    np.testing.assert_array_equal(np.asarray(batch.aux_weight), np.asarray(batch.score) == 1.5)
+    assert 0 < float(batch.aux_weight.sum()) < 64
+    # Without resignation nothing is kept and every game counts.
+    plain = jax.eval_shape(lambda: replay.init(2, (N, N, 17), jnp.bool_, N * N + 1, keep_score=True))
+    assert plain.scored is None
+
+
+def test_aux_losses_leave_out_resigned_games():
+    # Two positions on 81 points. Row 0: ownership logit 0 everywhere (ô = 0), target +1: −log σ(0) = log 2 = 0.6931 a
+    # point; score ŝ = 0.1 against 8.1 / 81 = 0.1: 0. Row 1: logit +10 against target −1: −log σ(−20) = 20.0 a point
+    # (20 + log(1 + e^−20)); score ŝ = 0 against 81 / 81 = 1: (0 − 1)² = 1.
+    logit = jnp.stack([jnp.zeros(81), jnp.full(81, 10.0)])
+    score = jnp.float32([0.1, 0.0])
+    batch = replay.Batch(
+        observation=jnp.zeros((2, N, N, 17)),
+        policy=jnp.zeros((2, 82)),
+        legal=jnp.ones((2, 82), jnp.bool_),
+        outcome=jnp.zeros(2),
+        ownership=jnp.stack([jnp.ones(81), -jnp.ones(81)]),
+        score=jnp.float32([8.1, 81.0]),
+    )
+    losses = lambda weight: learner.aux_losses(logit, score, batch.replace(aux_weight=weight), 1.5, 1.0)
+    # every game scored (no weights): the batch means (0.6931 + 20) / 2 = 10.35 and (0 + 1) / 2 = 0.5
+    own, sc = learner.aux_losses(logit, score, batch, 1.5, 1.0)
+    assert float(own) == pytest.approx(10.3466, abs=1e-3) and float(sc) == pytest.approx(0.5, abs=1e-6)
+    assert [float(x) for x in losses(jnp.float32([1, 1]))] == pytest.approx([float(own), float(sc)])
+    # row 1's game resigned: row 0 alone
+    own, sc = losses(jnp.float32([1, 0]))
+    assert float(own) == pytest.approx(np.log(2), abs=1e-6) and float(sc) == pytest.approx(0.0, abs=1e-6)
+    # no scored game in the batch: no auxiliary loss at all (not a division by zero)
+    assert [float(x) for x in losses(jnp.float32([0, 0]))] == [0.0, 0.0]
+
+
 def test_symmetries_move_ownership_with_the_board():
     state = go_state(WALL, 0, jax.random.key(0))  # Black to move: +1 on columns 0-4
     n = 32
@@ -327,8 +382,6 @@ def test_one_iteration_scores_finished_games_for_each_mover(tmp_path):
         ("tic_tac_toe", ["aux_score_weight=1"], "tic_tac_toe does not (games that do: go_9x9, go_19x19)"),
         (GO, ["aux_score_weight=-1"], "aux_score_weight must be >= 0, got -1.0"),
         (GO, ["aux_ownership_weight=nan"], "aux_ownership_weight must be a finite number"),
-        (GO, ["aux_ownership_weight=1.5", "resign=true"], "does not combine with resign"),
-        (GO, ["aux_ownership_weight=1.5", "variant=alphago_zero"], "does not combine with resign"),
     ],
 )
 def test_config_errors_are_one_line(game, assignments, message):
@@ -345,3 +398,42 @@ def test_aux_keys_are_off_by_default_and_on_for_go():
     assert (small.aux_ownership_weight, small.aux_score_weight) == (1.5, 1.0)
     on = overrides_lib.override(presets_lib.preset("go_19x19", "small"), ["aux_ownership_weight=1.5"]).validate()
     assert on.aux_targets and on.aux_score_weight == 0.0
+
+
+def test_one_iteration_with_resignation_learns_ownership_from_played_out_games_only(tmp_path):
+    """Resignation with the auxiliary targets: 8 games two plies before pgx's cap, resignation threshold 1 (above any
+    value), so every game with resignation on resigns at its first ply (1 position, unscored) and every game played out
+    to calibrate ends at the cap (2 positions, scored); the learner trains with the aux losses of the scored ones."""
+    config = _config(
+        "aux_ownership_weight=1.5",
+        "aux_score_weight=1",
+        "batch_size=16",
+        "resign=true",
+        "v_resign_init=1.0",
+        "resign_disabled_fraction=0.5",
+        "min_replay_size=8",  # fewer positions end here than in the test above (a resigned game leaves 1)
+    )
+    trainer = Trainer(config, make_mesh())
+    state = trainer.init_state()
+    assert state.replay.scored.shape == (32,)
+    near_end = jax.vmap(lambda key: go_state(WALL, 160, key))(jax.random.split(jax.random.key(5), 8))
+    games = state.games.replace(env=jax.device_put(near_end, trainer.shardings.games))
+    played_out = int((~np.asarray(state.games.resign.allowed)).sum())  # the seed's draw: resignation off
+    assert 0 < played_out < 8
+    state, metrics = trainer.iterate(state.replace(games=games))
+    metrics = jax.tree.map(float, metrics)
+    buf = jax.tree.map(np.asarray, state.replay)
+    # A resigned slot's fresh game draws resignation again: on, it resigns at its first ply too (ply 161); off, its
+    # one position waits. So the played-out games end at the cap with 2 positions each, scored, and every resignation
+    # (R of them) leaves exactly 1 position, unscored.
+    finished = metrics["selfplay/games_finished"]
+    resignations = round(metrics["resign/resigned_fraction"] * finished)
+    assert finished == played_out + resignations and resignations >= 8 - played_out
+    assert (buf.done & buf.scored).sum() == 2 * played_out and (buf.done & ~buf.scored).sum() == resignations
+    assert not (buf.scored & ~buf.done).any() and buf.pending.sum() + buf.done.sum() == 16
+    assert metrics["train/steps"] > 0 and 0 < metrics["train/ownership_loss"] < 2
+    manager = ckpt.make_manager(str(tmp_path / "run"))  # the new field is saved and restored with the buffer
+    ckpt.save(manager, state, config)
+    manager.wait_until_finished()
+    restored = ckpt.restore(manager, int(state.iteration), trainer.abstract_state(), config)
+    chex.assert_trees_all_equal(jax.device_get(restored.replay), jax.device_get(state.replay))

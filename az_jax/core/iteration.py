@@ -134,6 +134,7 @@ def init_state(setup: Setup, seed: int | jax.Array) -> TrainState:
             keep_ownership=cfg.aux_ownership_weight > 0,
             keep_score=cfg.aux_score_weight > 0,
             policy_entries=(get_game(cfg.game).max_legal_actions or 0) if cfg.compact_replay else 0,
+            keep_scored=cfg.resign and cfg.aux_targets,
         ),
         key=jax.random.key_data(run_key),
         iteration=jnp.int32(0),

@@ -102,18 +102,22 @@ def aux_losses(
     ownership: −mean over points of [(1 + o)/2 · log((1 + ô)/2) + (1 − o)/2 · log((1 − ô)/2)], ô = tanh(logit), so
     (1 ± ô)/2 = sigmoid(±2·logit) (computed as log_sigmoid, stable where ô → ±1); KataGo sums over the b² points with
     weight 1.5/b², i.e. weight 1.5 on this mean. Its minimum is 0 where o = ±1 and log 2 where o = 0 (a neutral point).
-    score: (ŝ − margin / (H·W))², the margin in points scaled by the board's points."""
+    score: (ŝ − margin / (H·W))², the margin in points scaled by the board's points.
+    Each is a mean over the batch's positions; where `batch.aux_weight` is given (resignation on), over the positions
+    whose game was scored (weight 1), 0 when none was: a resigned game has no final position to learn from."""
     zero = jnp.float32(0.0)
     ownership_loss = score_loss = zero
+    weight = batch.aux_weight  # [n] or None
+    mean = jnp.mean if weight is None else lambda x: jnp.sum(weight * x) / jnp.maximum(jnp.sum(weight), 1.0)
     if ownership_weight:
         assert ownership_logit is not None and batch.ownership is not None
         target = (1.0 + batch.ownership) / 2.0  # [n, H·W] probability the mover owns the point
         mine, theirs = jax.nn.log_sigmoid(2.0 * ownership_logit), jax.nn.log_sigmoid(-2.0 * ownership_logit)
-        ownership_loss = -(target * mine + (1.0 - target) * theirs).mean()
+        ownership_loss = mean(-(target * mine + (1.0 - target) * theirs).mean(axis=-1))
     if score_weight:
         assert score is not None and batch.score is not None
         points = batch.observation.shape[1] * batch.observation.shape[2]
-        score_loss = jnp.mean((score - batch.score / points) ** 2)
+        score_loss = mean((score - batch.score / points) ** 2)
     return ownership_loss, score_loss
 
 

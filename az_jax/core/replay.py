@@ -2,9 +2,10 @@
 
 A position is written when it is played, with its outcome still unknown ("pending"); when its game ends, every pending
 position of that game (same slot, same episode number) gets z from its own mover's point of view, and, with KataGo's
-auxiliary targets on, the final position's ownership and score margin from that same point of view. Only positions
-with a known outcome are sampled. Positions of a game still in progress carry over between iterations, so no game is
-ever truncated at an iteration boundary.
+auxiliary targets on, the final position's ownership and score margin from that same point of view (a resigned game
+has no final position: with resignation on, its positions are marked unscored and the learner leaves them out of the
+auxiliary losses). Only positions with a known outcome are sampled. Positions of a game still in progress carry over
+between iterations, so no game is ever truncated at an iteration boundary.
 
 Row placement is a pure function of the global ply counter: ply t writes its B rows at (t·B + b) mod N. No pointer.
 """
@@ -39,6 +40,9 @@ class ReplayBuffer:
     # [N] float32 the game's final score margin in points for the mover (valid where done); None when not kept
     # (Config.aux_score_weight = 0)
     score: jax.Array | None = None
+    # [N] bool the game ended by its rules, not by resignation, so `ownership` and `score` are its final position's
+    # (valid where done); None when every game is scored (no resignation, or no auxiliary targets)
+    scored: jax.Array | None = None
     # compact rows (Config.compact_replay): [N, K] int16 the actions of `policy`'s K entries; None: dense rows
     policy_index: jax.Array | None = None
     num_actions: int = struct.field(pytree_node=False, default=0)  # A (compact rows store less than A per row)
@@ -56,6 +60,9 @@ class Batch:
     outcome: jax.Array  # [n] the value target: z, or z mixed with the search value (sample's value_target_mix)
     ownership: jax.Array | None = None  # [n, H·W] float32 final ownership for the mover, where the buffer keeps it
     score: jax.Array | None = None  # [n] float32 final score margin in points for the mover, where the buffer keeps it
+    # [n] float32 1 where the position's game was scored (not resigned), else 0: the auxiliary losses' weights; None:
+    # every position's game was scored
+    aux_weight: jax.Array | None = None
 
 
 def init(
@@ -67,8 +74,10 @@ def init(
     keep_ownership: bool = False,
     keep_score: bool = False,
     policy_entries: int = 0,
+    keep_scored: bool = False,
 ) -> ReplayBuffer:
-    """An empty buffer; ownership is kept per point of the observation's H × W board. `policy_entries` K > 0: compact
+    """An empty buffer; ownership is kept per point of the observation's H × W board. `keep_scored`: whether each
+    game was scored is kept (resignation with auxiliary targets). `policy_entries` K > 0: compact
     rows, each keeping the K largest entries of π (exactly π when no position has more than K legal actions, the
     caller's bound: GameSpec.max_legal_actions) and the legal mask as bits."""
     zeros = lambda shape, dtype: jnp.zeros(shape, dtype)
@@ -91,6 +100,7 @@ def init(
         search_value=zeros((capacity,), jnp.float32) if keep_search_value else None,
         ownership=zeros((capacity, points), jnp.int8) if keep_ownership else None,
         score=zeros((capacity,), jnp.float32) if keep_score else None,
+        scored=zeros((capacity,), jnp.bool_) if keep_scored else None,
     )
 
 
@@ -131,6 +141,7 @@ def add(
         search_value=None if buffer.search_value is None else put(buffer.search_value, search_value),
         ownership=None if buffer.ownership is None else put(buffer.ownership, 0),
         score=None if buffer.score is None else put(buffer.score, 0.0),
+        scored=None if buffer.scored is None else put(buffer.scored, False),
     )
 
 
@@ -140,6 +151,7 @@ def resolve(
     episode: jax.Array,
     rewards: jax.Array,
     final_targets: tuple[jax.Array, jax.Array] | None = None,
+    resigned: jax.Array | None = None,
 ) -> ReplayBuffer:
     """Gives every pending position of each game that just ended its outcome.
 
@@ -147,7 +159,8 @@ def resolve(
     final rewards per player id). A position's target is z = rewards[slot, player]: +1 if its mover won, −1 if lost, 0
     draw — the mover's own point of view whoever moved last. `final_targets` (ownership [B, 2, H·W], margin [B, 2],
     per player id like `rewards`: GameSpec.final_targets of each slot's final state) reach the positions the same way,
-    into the fields the buffer keeps.
+    into the fields the buffer keeps. `resigned` [B] bool (None: none was): the games that ended by resignation, whose
+    positions are marked unscored where the buffer keeps that.
     """
     hit = buffer.pending & ended[buffer.slot] & (buffer.episode == episode[buffer.slot])  # [N]
     z = rewards[buffer.slot, buffer.player]  # [N]
@@ -157,12 +170,17 @@ def resolve(
         ownership = jnp.where(hit[:, None], mine, ownership)
     if final_targets is not None and score is not None:
         score = jnp.where(hit, final_targets[1][buffer.slot, buffer.player], score)
+    scored = buffer.scored
+    if scored is not None:
+        by_rules = jnp.ones_like(ended) if resigned is None else ~resigned  # [B]
+        scored = jnp.where(hit, by_rules[buffer.slot], scored)
     return buffer.replace(  # type: ignore[attr-defined]
         outcome=jnp.where(hit, z, buffer.outcome),
         pending=buffer.pending & ~hit,
         done=buffer.done | hit,
         ownership=ownership,
         score=score,
+        scored=scored,
     )
 
 
@@ -205,6 +223,7 @@ def sample(
         outcome=outcome,
         ownership=None if buffer.ownership is None else buffer.ownership[rows].astype(jnp.float32),
         score=None if buffer.score is None else buffer.score[rows],
+        aux_weight=None if buffer.scored is None else buffer.scored[rows].astype(jnp.float32),
     )
     if symmetry_game is None:
         return batch

@@ -189,7 +189,7 @@ def play(
         games = jax.vmap(env.step)(games, action)
         ended = games.terminated | games.truncated  # [B]
         rewards = games.rewards  # [B, 2]
-        resign_games, extra = state.resign, {}
+        resign_games, extra, resigned = state.resign, {}, None
         if resigning:
             # The rule is checked at every ply of every game; a game where resignation is on ends here instead of
             # playing `action`, and ends exactly like a terminal: its positions resolve with the resigner's loss.
@@ -204,7 +204,7 @@ def play(
             }
             resign_games = resign_lib.restart(resign_games, ended, resign_key, settings.resign_disabled_fraction)
         final = None if settings.final_targets is None else jax.vmap(settings.final_targets)(games)  # per player id
-        buffer = replay_lib.resolve(buffer, ended, state.episode, rewards, final)
+        buffer = replay_lib.resolve(buffer, ended, state.episode, rewards, final, resigned)
         decisive = ended & (jnp.abs(rewards).sum(-1) > 0)
         fresh = jax.vmap(env.init)(jax.random.split(reset_key, num_games))
         games = jax.tree.map(

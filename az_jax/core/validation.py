@@ -183,8 +183,8 @@ def _check_numbers(config: "Config") -> None:
 
 
 def _check_aux_targets(config: "Config") -> None:
-    """KataGo's auxiliary targets: non-negative weights, > 0 only for a game that defines them and without
-    resignation (a resigned game has no final position to own or score)."""
+    """KataGo's auxiliary targets: non-negative weights, > 0 only for a game that defines them. With resignation
+    they are learnt from the games played to their end (a resigned game has no final position to own or score)."""
     for key in ("aux_ownership_weight", "aux_score_weight"):
         weight = getattr(config, key)
         if weight < 0:
@@ -194,8 +194,6 @@ def _check_aux_targets(config: "Config") -> None:
                 f"{key} needs a game that defines the final ownership and score; {config.game} does not "
                 f"(games that do: {', '.join(g for g, s in GAMES.items() if s.final_targets)})"
             )
-        if weight > 0 and config.resign:
-            raise ConfigError(f"{key} > 0 does not combine with resign (a resigned game is never scored)")
 
 
 def _check_variant(config: "Config", num_devices: int) -> None:
