@@ -77,9 +77,9 @@ def init(
     keep_scored: bool = False,
 ) -> ReplayBuffer:
     """An empty buffer; ownership is kept per point of the observation's H × W board. `keep_scored`: whether each
-    game was scored is kept (resignation with auxiliary targets). `policy_entries` K > 0: compact
-    rows, each keeping the K largest entries of π (exactly π when no position has more than K legal actions, the
-    caller's bound: GameSpec.max_legal_actions) and the legal mask as bits."""
+    game was scored is kept (resignation with auxiliary targets). `policy_entries` K > 0: compact rows, each keeping
+    the K largest entries of π (exactly π when no position has more than K legal actions, the caller's bound:
+    GameSpec.max_legal_actions) and the legal mask as bits."""
     zeros = lambda shape, dtype: jnp.zeros(shape, dtype)
     points = obs_shape[0] * obs_shape[1] if keep_ownership else 0
     compact = 0 < policy_entries < num_actions
