@@ -18,6 +18,7 @@ import numpy as np
 
 from az_jax.core.devices import make_mesh
 from az_jax.runtime import checkpoint as ckpt
+from az_jax.runtime import files
 from az_jax.runtime.trainer import Trainer
 
 
@@ -54,8 +55,7 @@ def main(argv=None) -> int:
     )
     print(json.dumps(out))
     if args.json:
-        with open(args.json, "a") as f:
-            f.write(json.dumps(out) + "\n")
+        files.append_jsonl(args.json, out)
     return 0
 
 
