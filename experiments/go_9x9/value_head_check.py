@@ -1,6 +1,8 @@
 """Is a go_9x9 run's value head alive? From one checkpoint: the game results in its replay buffer by the colour to
 move, the root search values stored with them (kept when `value_target_mix` > 0), and the network's own value on
-the first positions of the buffer (their mean and spread: a spread of 0 is a dead head, one output for every board).
+the first positions of the buffer (their mean and spread: a spread of 0 is a dead head, one output for every board),
+and the share of the policy and value heads' convolution units (after batch norm, before the ReLU) that are positive
+on those positions: 0 is a head whose ReLU passes nothing, so no gradient reaches the head's convolution again.
 
     python -m experiments.go_9x9.value_head_check RUN_DIR STEP [--positions 512] [--json OUT]
 
@@ -45,7 +47,14 @@ def main(argv=None) -> int:
         out["search_value_corr_with_z"] = float(np.corrcoef(z, v)[0, 1])
     observation = jnp.asarray(buffer.observation[done][: args.positions], jnp.float32)
     variables = {"params": jax.device_get(state.params), "batch_stats": jax.device_get(state.batch_stats)}
-    value = np.asarray(trainer.setup.network.apply(variables, observation, train=False)[1])
+    (_, value, *_), captured = trainer.setup.network.apply(
+        variables, observation, train=False, capture_intermediates=True, mutable=["intermediates"]
+    )
+    value = np.asarray(value)
+    # the network's top-level batch norms in order: the stem's, the policy head's (2 filters), the value head's (1)
+    norms = captured["intermediates"]
+    for head, name in (("policy", "BatchNorm_1"), ("value", "BatchNorm_2")):
+        out[f"{head}_head_units_positive"] = float((np.asarray(norms[name]["__call__"][0]) > 0).mean())
     shown = white[: args.positions]
     out.update(
         network_value_white_to_move=float(value[shown].mean()),
