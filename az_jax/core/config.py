@@ -89,8 +89,10 @@ class Config:
     # λ: the value head learns (1 − λ)·z + λ·v_search, the game's outcome mixed with the root's search value when the
     # position was played. 0 is the papers' z. NOT IN THE PAPERS (z alone, AZ Methods); the mix of z and the search's
     # value is the "averaged target" of A. Prasad, Lessons from AlphaZero part 4 (2018), on connect four. On go_9x9's
-    # small preset 0.5 killed the value head within the first training iterations (a constant output: the self-play
-    # games collapse to ~20 plies and the policy to uniform; experiments/go_9x9/README.md): not for Go from scratch
+    # small preset 0.5 killed the value head within the first training iterations (its 1-filter head's ReLU passes
+    # nothing after the first 16 steps at rate 0.02: a constant output, self-play games of ~20 plies, a uniform policy;
+    # experiments/go_9x9/README.md); a rate of 0.002 for the first 128 steps kept the head alive: not for Go from
+    # scratch without such a start
     value_target_mix: float = 0.0
     # AlphaGo Zero: each sampled training position gets a random symmetry of the game (observation, policy target, legal
     # mask; z unchanged)
