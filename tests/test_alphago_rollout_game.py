@@ -67,3 +67,26 @@ def test_carried_labels_are_the_chains_found_again():
         np.testing.assert_array_equal(np.asarray(lean.turns_since), np.asarray(want.turns_since))
         np.testing.assert_array_equal(np.asarray(lean.ko), np.asarray(want.ko))
     assert int((np.asarray(lean.board) != 0).sum(-1).min()) > 20  # crowded boards, with captures on the way
+
+
+@pytest.mark.parametrize("max_moves", [0, 10])
+def test_plies_per_loop_plays_the_same_games(max_moves):
+    """Three plies per iteration of the rollout's loop play the same games as one: the same key is split once a ply
+    either way. With a cap of 10 moves (not a multiple of 3: the loop's fourth iteration stops after its first ply)
+    every game still going has made exactly 10 moves, none more."""
+    states = midgame(20, 4)
+    p = policy(4)
+    key = jax.random.key(11)
+    runs = [
+        jax.jit(lambda s, k, plies=plies: rollout_game.play(p, s, k, ENV, max_moves, plies_per_loop=plies))(states, key)
+        for plies in (1, 3)
+    ]
+    (z1, end1), (z3, end3) = runs
+    np.testing.assert_array_equal(np.asarray(z3), np.asarray(z1))
+    for field in ("board", "label", "ko", "turns_since", "passes", "steps", "over"):
+        np.testing.assert_array_equal(np.asarray(getattr(end3, field)), np.asarray(getattr(end1, field)))
+    made = np.asarray(end3.steps - states._x.step_count)
+    if max_moves:
+        assert made.max() == 10 and (made[~np.asarray(end3.over)] == 10).all()
+    else:
+        assert np.asarray(end3.over).all() and made.min() > 20

@@ -107,6 +107,7 @@ class APVConfig:
     lam: float = 0.5  # λ: weight of the rollout result z in the leaf value (0: value network only, 1: rollouts only)
     beta: float = 0.67  # softmax temperature of the prior p_σ^β
     rollout_max_moves: int = 0  # a rollout still going after this many moves is scored as it stands; 0: no cap
+    rollout_plies_per_loop: int = 1  # plies a rollout plays per iteration of its while loop (rollout_game.play)
     symmetries: bool = True  # each network evaluation sees a random one of the 8 symmetries
     leaves: int = 1  # leaves per tree per step, evaluated together under virtual loss (core/virtual_loss.py); 1: sync
     virtual_loss: float = 3.0  # n_vl: virtual visits, each a loss, on every edge a leaf in flight passed
@@ -119,6 +120,7 @@ class APVConfig:
             "lam": 0.0 <= self.lam <= 1.0,
             "beta": math.isfinite(self.beta) and self.beta > 0,
             "rollout_max_moves": isinstance(self.rollout_max_moves, int) and self.rollout_max_moves >= 0,
+            "rollout_plies_per_loop": isinstance(self.rollout_plies_per_loop, int) and self.rollout_plies_per_loop >= 1,
             "leaves": isinstance(self.leaves, int) and self.leaves >= 1 and self.simulations % self.leaves == 0,
             "virtual_loss": math.isfinite(self.virtual_loss) and self.virtual_loss >= 0,
             "expansion_threshold": isinstance(self.expansion_threshold, int) and self.expansion_threshold >= 0,
@@ -207,15 +209,16 @@ def rollout(
     key: jax.Array,
     max_moves: int | jax.Array = 0,
     env: pgx.Env | None = None,
+    plies_per_loop: int = 1,
 ) -> tuple[jax.Array, rollout_game.Lean]:
     """Plays each of the pgx Go states [B, ...] to its end with p_π, sampled over the sensible points (legal for p_π,
     not an own eye), passing when none is left. Returns (z [B] float32: +1 if the player to move in the given state
     won, −1 if it lost; the final states). A state already over gives its own result. With `max_moves` > 0 a game
     still going after that many moves is scored as it stands. `env`: the pgx Go env whose komi and move limit score
     the games (default: the size's standard one). On the lean rollout game (rollout_game.py: chains carried from
-    move to move; pgx's rules but positional superko). The key is consumed."""
+    move to move; pgx's rules but positional superko). `plies_per_loop`: rollout_game.play's. The key is consumed."""
     env = env if env is not None else _env(_size(states))
-    return rollout_game.play(policy, states, key, env, max_moves)
+    return rollout_game.play(policy, states, key, env, max_moves, plies_per_loop)
 
 
 def _planes(nets: Nets, config: APVConfig, position: Position) -> jax.Array:
@@ -287,7 +290,7 @@ def evaluate(
         value = value + (1.0 - config.lam) * v.astype(jnp.float32)
     if config.uses_rollouts:
         assert nets.rollout is not None
-        z, _ = rollout(nets.rollout, states, rollout_key, config.rollout_max_moves, env)
+        z, _ = rollout(nets.rollout, states, rollout_key, config.rollout_max_moves, env, config.rollout_plies_per_loop)
         value = value + config.lam * z
     return prior, value
 

@@ -21,6 +21,8 @@ same moves as one stepped by pgx from the same key, and scores the same (tests/t
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import pgx
@@ -119,12 +121,21 @@ def encode(state: Lean) -> tuple[rollout_lib.Encoded, jax.Array]:
 
 
 def play(
-    policy: rollout_lib.RolloutPolicy, states: pgx.State, key: jax.Array, env: pgx.Env, max_moves: int | jax.Array = 0
+    policy: rollout_lib.RolloutPolicy,
+    states: pgx.State,
+    key: jax.Array,
+    env: pgx.Env,
+    max_moves: int | jax.Array = 0,
+    plies_per_loop: int = 1,
 ) -> tuple[jax.Array, Lean]:
     """(z [B] float32, the final states): each pgx Go state played to its end by p_π (sampled over the sensible
     points: legal, not an own eye; a pass when none is left) and scored by `env`'s komi, z = +1 if the player to move
     in the given state won. A state already over gives pgx's result. With `max_moves` > 0 a game still going after
-    that many moves is scored as it stands. The key is consumed."""
+    that many moves is scored as it stands. The key is consumed.
+
+    `plies_per_loop` k: each iteration of the rollout's while loop plays k plies (unrolled), so the loop's fixed cost
+    per iteration (its condition, read back by the host on a GPU) is paid once per k plies; a game that ends within
+    them stays as it ended. The same games and results for every k (one key split per ply either way)."""
     n = int(round(states._x.board.shape[-1] ** 0.5))
     game = env._game  # type: ignore[attr-defined]
     batch = jnp.arange(states.current_player.shape[0])
@@ -135,15 +146,24 @@ def play(
         s, _, t = carry
         return (~s.over).any() & (((max_moves == 0) | (t < max_moves)) if capped else True)
 
-    def body(carry):
-        s, key, t = carry
-        key, sample_key = jax.random.split(key)
+    def ply(s, key):
         encoded, own_eye = encode(s)
         scores = rollout_lib._scores(policy.weights, rollout_lib.indices(policy, encoded))  # [B, N²], -inf: illegal
         sensible = jnp.isfinite(scores) & ~own_eye
-        point = jax.random.categorical(sample_key, jnp.where(sensible, scores, -jnp.inf), axis=-1)
+        point = jax.random.categorical(key, jnp.where(sensible, scores, -jnp.inf), axis=-1)
         action = jnp.where(sensible.any(-1), point, n * n).astype(jnp.int32)
-        return step(s, action, n, game.max_termination_steps), key, t + 1
+        return step(s, action, n, game.max_termination_steps)
+
+    def body(carry):
+        s, key, t = carry
+        for _ in range(plies_per_loop):
+            key, sample_key = jax.random.split(key)
+            moved = ply(s, sample_key)
+            if capped and plies_per_loop > 1:  # past the cap within these plies: the games stay as they stood
+                within = (max_moves == 0) | (t < max_moves)
+                moved = jax.tree.map(functools.partial(jnp.where, within), moved, s)
+            s, t = moved, t + 1
+        return s, key, t
 
     end, _, _ = jax.lax.while_loop(running, body, (start, key, jnp.int32(0)))
     won = black_wins(end, n, game.komi) == start.black_to_move
