@@ -20,8 +20,9 @@
 #    training iteration against the device's peak bytes in use after running it;
 # 4. self-play utilisation at AlphaZero's scale (experiments/accelerators/selfplay_mfu.py): go_19x19, 19 × 256, bfloat16.
 # 3. AlphaGo's search speed ("rollout", "apv"; not in the default), first on a quiet device: µs per p_π rollout move at
-#    batch 1 and 256 (experiments/alphago/rollout_speed.py) and APV-MCTS moves per second for one game at 400
-#    simulations by leaves per step under virtual loss, 9×9 and 19×19 (experiments/alphago/apv_speed.py);
+#    batch 1 and 256, one and 8 plies per loop iteration (experiments/alphago/rollout_speed.py) and APV-MCTS moves
+#    per second for one game at 400 simulations by leaves per step under virtual loss, 9×9 and 19×19
+#    (experiments/alphago/apv_speed.py);
 # 4. MFU_SIMULATIONS (default 32) sets the self-play MFU's simulations; at 800 (the papers') one ply a call;
 # 5. learning ("learn"): `az-jax train` of go_9x9 at a GPU's scale (6 × 128, bfloat16, 1,024 games) for LEARN_SECONDS,
 #    stopped by SIGTERM (the iteration in flight finishes and is saved), then `az-jax export` of its checkpoint nearest
@@ -72,7 +73,7 @@ if [ "$SCALE" = tiny ]; then
   MFU=(--game go_9x9 --preset small --set compute_dtype=bfloat16 --set num_simulations=4 --set selfplay_batch_size=8
        --set selfplay_steps=2 --set num_blocks=1 --set num_channels=8 --set replay_capacity=4096)
   read -r -a TESTS <<< "${TESTS_LIST:-tests/test_conv.py}"
-  ROLLOUT=(--sizes 9 --batches 1,4 --repeats 1)
+  ROLLOUT=(--sizes 9 --batches 1,4 --repeats 1 --plies-per-loop 1,2)
   APV9=(--sizes 9 --leaves 1,4 --simulations 8 --moves 1)
   APV19=(--sizes 19 --leaves 4 --simulations 4 --moves 1)
   LEARN_SETS=(--set num_blocks=1 --set num_channels=8 --set selfplay_batch_size=16 --set batch_size=32
@@ -95,7 +96,7 @@ else
        --set selfplay_batch_size=1024 --set replay_capacity=131072)
   # at the papers' 800 simulations a ply is ~25 s: one ply a call, one timed call
   if [ "$MFU_SIMULATIONS" -ge 200 ]; then MFU+=(--set selfplay_steps=1 --repeats 1); else MFU+=(--set selfplay_steps=2); fi
-  ROLLOUT=(--sizes 9,19 --batches 1,256 --repeats 2)
+  ROLLOUT=(--sizes 9,19 --batches 1,256 --repeats 2 --plies-per-loop 1,8)
   APV9=(--sizes 9 --leaves 1,16 --simulations 400 --moves 2)
   APV19=(--sizes 19 --leaves 1,16 --simulations 400 --moves 1)
   read -r -a TESTS <<< "${TESTS_LIST:-tests/test_search.py tests/test_learner.py tests/test_replay.py tests/test_conv.py

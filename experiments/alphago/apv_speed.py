@@ -3,7 +3,7 @@
 paper's 13 × 192 p_σ and v_θ) and λ = 0.5, so every simulation runs p_σ, v_θ and a p_π rollout to the end of the game.
 
     python -m experiments.alphago.apv_speed [--sizes 9,19] [--leaves 1,8,16] [--simulations 400] [--moves 2]
-        [--json experiments/alphago/results/apv_speed_cpu.json]
+        [--plies-per-loop 1,8] [--json experiments/alphago/results/apv_speed_cpu.json]
 
 The weights are random (speed does not depend on what they learnt, except through the length of the rollouts: a
 random p_π plays games about as long as a trained one, to the end of the board); p_π's vocabularies have 8,192
@@ -67,8 +67,8 @@ def opening(size: int, key: jax.Array, plies: int = 20):
     return jax.tree.map(lambda x: x[None], state)
 
 
-def measure(size: int, leaves: int, simulations: int, moves: int, key: jax.Array) -> dict:
-    config = apv_mcts.APVConfig(simulations=simulations, lam=0.5, leaves=leaves)
+def measure(size: int, leaves: int, simulations: int, moves: int, key: jax.Array, plies_per_loop: int = 1) -> dict:
+    config = apv_mcts.APVConfig(simulations=simulations, lam=0.5, leaves=leaves, rollout_plies_per_loop=plies_per_loop)
     nets_key, state_key, key = jax.random.split(key, 3)
     nets, states = nets_for(size, nets_key), opening(size, state_key)
     start = time.perf_counter()
@@ -81,6 +81,7 @@ def measure(size: int, leaves: int, simulations: int, moves: int, key: jax.Array
     return dict(
         size=size,
         leaves=leaves,
+        rollout_plies_per_loop=plies_per_loop,
         simulations=simulations,
         moves=moves,
         seconds_per_move=round(seconds, 3),
@@ -96,14 +97,16 @@ def main(argv=None) -> int:
     parser.add_argument("--leaves", default="1,8,16")
     parser.add_argument("--simulations", type=int, default=400)
     parser.add_argument("--moves", type=int, default=2)
+    parser.add_argument("--plies-per-loop", default="1", help="the rollouts' plies per loop iteration, a case each")
     parser.add_argument("--json", default="experiments/alphago/results/apv_speed_cpu.json")
     args = parser.parse_args(argv)
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         for leaves in (int(k) for k in args.leaves.split(",")):
-            row = measure(size, leaves, args.simulations, args.moves, jax.random.key(size))
-            print(json.dumps(row), flush=True)
-            rows.append(row)
+            for loop in (int(k) for k in args.plies_per_loop.split(",")):
+                row = measure(size, leaves, args.simulations, args.moves, jax.random.key(size), loop)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
     machine = {
         "devices": str(jax.devices()),
         "device_kind": jax.devices()[0].device_kind,

@@ -2,6 +2,7 @@
 rollout stepped by pgx (the rollout of apv_mcts.py before the lean game), at batch 1 and 256, 9×9 and 19×19.
 
     python -m experiments.alphago.rollout_speed --out experiments/alphago/results/rollout_speed_cpu.json
+        [--sizes 9,19] [--batches 1,256] [--games 'pgx step,lean'] [--plies-per-loop 1,4,8]
 
 Each case plays B games from positions after `--plies` random moves to their end, `--repeats` times after a warm-up
 (compilation), and divides the time by the moves played (the moves of every game, passes included): µs per move,
@@ -12,6 +13,7 @@ p_π's fixed features and no pattern vocabulary: the features and the step cost 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -97,8 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", default="1,256")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--games", default="pgx step,lean", help="which rollouts to time: 'pgx step', 'lean'")
+    parser.add_argument(
+        "--plies-per-loop", default="1", help="the lean rollout's plies per loop iteration, one case each: '1,4,8'"
+    )
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    loops = [int(k) for k in args.plies_per_loop.split(",")]
     games = args.games.split(",")
     if set(games) - {"pgx step", "lean"}:
         parser.error(f"--games: choose from 'pgx step', 'lean', not {args.games!r}")
@@ -110,18 +116,22 @@ def main(argv: list[str] | None = None) -> int:
         for batch in (int(b) for b in args.batches.split(",")):
             states = midgame(env, batch, plies)
 
-            def lean(s, key, env=env):
-                z, end = rollout_game.play(policy, s, key, env)
+            def lean(s, key, env=env, k=1):
+                z, end = rollout_game.play(policy, s, key, env, plies_per_loop=k)
                 return z, end, end.steps - s._x.step_count
 
-            cases = {"pgx step": jax.jit(lambda s, k, env=env: pgx_rollout(policy, s, k, env)), "lean": jax.jit(lean)}
-            for name in games:
-                fn = cases[name]
+            cases = []
+            if "pgx step" in games:
+                cases.append(("pgx step", 1, jax.jit(lambda s, k, env=env: pgx_rollout(policy, s, k, env))))
+            if "lean" in games:
+                cases += [("lean", k, jax.jit(functools.partial(lean, k=k))) for k in loops]
+            for name, k, fn in cases:
                 seconds, moves = time_case(fn, states, args.repeats)
                 row = {
                     "size": size,
                     "batch": batch,
                     "game": name,
+                    "plies_per_loop": k,
                     "start_plies": plies,
                     "moves": moves,
                     "seconds": round(seconds, 4),
