@@ -16,10 +16,15 @@ import jax.numpy as jnp
 import mctx
 import pgx
 
+from az_jax.core import backup
 from envs import symmetries as symmetries_lib
 
 if TYPE_CHECKING:
     from az_jax.core.config import Config
+
+# Every mctx search of az_jax backs up with the batched backward pass, whose cost does not grow with the tree
+# (az_jax/core/backup.py: the same trees, bit for bit).
+backup.use_batched_backward(True)
 
 # (variables, observation [B, ...]) -> (logits [B, A], value [B])
 ApplyFn = Callable[[dict, jax.Array], tuple[jax.Array, jax.Array]]

@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import mctx
 from mctx._src import search as mctx_search  # the tree's allocation and its descent (mctx pinned in constraints.txt)
 
+from az_jax.core import backup
 from az_jax.core import search as search_lib
 
 MASKED = search_lib.MASKED
@@ -105,33 +106,19 @@ def _expand(tree: mctx.Tree, node, new, parent, action, step: mctx.RecurrentFnOu
 
 
 def _backup(tree: mctx.Tree, node, value) -> mctx.Tree:
-    """One tree: one visit of `node` worth `value` (for the player to move there), then mctx's backward pass from it
-    to the root (reward + discount · value at each edge, running means). For a new node this is mctx's expansion and
+    """Trees [B, ...]: one visit of `node` [B] worth `value` [B] (for the player to move there), then mctx's backward
+    pass from it to the root (reward + discount · value at each edge, running means; backup.walk_up, batched so a
+    step costs O(B), not the whole tree's select of a vmapped loop). For a new node this is mctx's expansion and
     backward exactly: its value becomes `value`, its visits 1."""
-    visits = tree.node_visits[node]
+    games = jnp.arange(node.shape[0])
+    visits = tree.node_visits[games, node]
     tree = tree.replace(
-        node_values=tree.node_values.at[node].set((tree.node_values[node] * visits + value) / (visits + 1.0)),
-        node_visits=tree.node_visits.at[node].set(visits + 1),
+        node_values=tree.node_values.at[games, node].set(
+            (tree.node_values[games, node] * visits + value) / (visits + 1.0)
+        ),
+        node_visits=tree.node_visits.at[games, node].set(visits + 1),
     )
-
-    def up(carry):  # mctx._src.search.backward's step, with the leaf's value given instead of read from the node
-        tree, leaf_value, index = carry
-        parent = tree.parents[index]
-        count = tree.node_visits[parent]
-        action = tree.action_from_parent[index]
-        leaf_value = tree.children_rewards[parent, action] + tree.children_discounts[parent, action] * leaf_value
-        tree = tree.replace(
-            node_values=tree.node_values.at[parent].set(
-                (tree.node_values[parent] * count + leaf_value) / (count + 1.0)
-            ),
-            node_visits=tree.node_visits.at[parent].set(count + 1),
-            children_values=tree.children_values.at[parent, action].set(tree.node_values[index]),
-            children_visits=tree.children_visits.at[parent, action].add(1),
-        )
-        return tree, leaf_value, parent
-
-    tree, _, _ = jax.lax.while_loop(lambda c: c[2] != Tree.ROOT_INDEX, up, (tree, value, node))
-    return tree
+    return backup.walk_up(tree, node, value)
 
 
 def _leading(x: jax.Array, b: int, k: int) -> jax.Array:
@@ -188,7 +175,7 @@ def grow(
         node = jnp.where(new, free, existing)
         before = jnp.where(new, 0, tree.node_visits[games, node])
         tree = jax.vmap(_expand)(tree, node, new, parent, action, step, embedding)
-        tree = jax.vmap(_backup)(tree, node, step.value)
+        tree = _backup(tree, node, step.value)
         crossed = jnp.where((n_thr > 0) & (before == n_thr), node, -1)  # [B]: passes the threshold now
         return (mark(tree, parent, action, -1), free + new), crossed
 

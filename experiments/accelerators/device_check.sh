@@ -24,6 +24,9 @@
 #    per second for one game at 400 simulations by leaves per step under virtual loss, 9×9 and 19×19
 #    (experiments/alphago/apv_speed.py);
 # 4. MFU_SIMULATIONS (default 32) sets the self-play MFU's simulations; at 800 (the papers') one ply a call;
+# 4b. "scaling" (not in the default): the same self-play at go_19x19's 19 × 256, bfloat16, SCALING_BATCH games (default
+#    256) for each of SCALING_SIMS simulations (default "32 200 800"), with az_jax's batched backward pass and with
+#    mctx's own (az_jax/core/backup.py), one ply a call: mfu_scaling_<sims>_<backward>.json;
 # 5. learning ("learn"): `az-jax train` of go_9x9 at a GPU's scale (6 × 128, bfloat16, 1,024 games) for LEARN_SECONDS,
 #    stopped by SIGTERM (the iteration in flight finishes and is saved), then `az-jax export` of its checkpoint nearest
 #    the middle and of its last (agent files, for matches against GNU Go on any machine) and its metrics.jsonl;
@@ -31,7 +34,7 @@
 #
 # Each step has its own time limit and the script goes on after a failure (the log says which). Everything goes to
 # OUT_DIR: log.txt (all output), env.txt, tests.txt, bench_*.json, memory.jsonl, peer_go_9x9.json,
-# mfu_go_19x19_<simulations>sims.json, rollout_speed.json, apv_speed_{9x9,19x19}.json.
+# mfu_go_19x19_<simulations>sims.json, mfu_scaling_<simulations>_<backward>.json, rollout_speed.json, apv_speed_{9x9,19x19}.json.
 # `tiny` runs the same steps with tiny settings (a CPU machine, minutes), to check the script itself.
 #
 # On the lent machine, the packages its image lacks (pgx, mctx, ... and for the example dm-haiku, omegaconf, pydantic)
@@ -76,6 +79,9 @@ if [ "$SCALE" = tiny ]; then
   ROLLOUT=(--sizes 9 --batches 1,4 --repeats 1 --plies-per-loop 1,2)
   APV9=(--sizes 9 --leaves 1,4 --simulations 8 --moves 1)
   APV19=(--sizes 19 --leaves 4 --simulations 4 --moves 1)
+  SCALING=(--game go_19x19 --preset paper --set num_blocks=1 --set num_channels=8 --set selfplay_batch_size=4
+           --set replay_capacity=4096 --set min_replay_size=1024 --set batch_size=64)
+  SCALING_SIMS=${SCALING_SIMS:-4 16}
   LEARN_SETS=(--set num_blocks=1 --set num_channels=8 --set selfplay_batch_size=16 --set batch_size=32
               --set num_simulations=4 --set min_replay_size=64 --set checkpoint_every=2 --set eval_every=0)
   LEARN_SETS_C4=(--set num_blocks=1 --set num_channels=8 --set selfplay_batch_size=16 --set batch_size=32
@@ -99,6 +105,9 @@ else
   ROLLOUT=(--sizes 9,19 --batches 1,256 --repeats 2 --plies-per-loop 1,8)
   APV9=(--sizes 9 --leaves 1,16 --simulations 400 --moves 2)
   APV19=(--sizes 19 --leaves 1,16 --simulations 400 --moves 1)
+  SCALING=(--game go_19x19 --preset paper --set compute_dtype=bfloat16 --set selfplay_batch_size=${SCALING_BATCH:-256}
+           --set replay_capacity=131072)
+  SCALING_SIMS=${SCALING_SIMS:-32 200 800}
   read -r -a TESTS <<< "${TESTS_LIST:-tests/test_search.py tests/test_learner.py tests/test_replay.py tests/test_conv.py
     tests/test_targets.py tests/test_parallel.py tests/test_agent_file.py}"
   # 16k positions an iteration, trained twice each (train_ratio 2) in 32 steps of 1,024; the replay window 16
@@ -220,6 +229,16 @@ if want mfu; then
   step "self-play MFU"
   run ${MFU_LIMIT:-170} $PY experiments/accelerators/selfplay_mfu.py "${MFU[@]}" \
     --json "$OUT_DIR/mfu_go_19x19_${MFU_SIMULATIONS:-32}sims.json"
+fi
+
+if want scaling; then
+  for sims in $SCALING_SIMS; do
+    for backward in batched mctx; do
+      step "self-play scaling: $sims simulations, $backward backward"
+      run ${SCALING_LIMIT:-100} $PY experiments/accelerators/selfplay_mfu.py "${SCALING[@]}" --set num_simulations=$sims \
+        --set selfplay_steps=1 --repeats 1 --backward $backward --json "$OUT_DIR/mfu_scaling_${sims}_${backward}.json"
+    done
+  done
 fi
 
 step "done"

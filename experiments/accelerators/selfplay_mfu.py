@@ -30,21 +30,31 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--inner-steps", type=int, default=4, help="forwards / env steps per timed loop")
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument(
+        "--backward",
+        choices=("batched", "mctx"),
+        default="batched",
+        help="the search's backward pass: az_jax's batched one (the default everywhere) or mctx's own vmapped loop, "
+        "whose cost grows with the tree (az_jax/core/backup.py)",
+    )
     args = parser.parse_args(argv)
 
     import jax
 
     from az_jax.apps import bench
+    from az_jax.core import backup
     from az_jax.core import overrides as overrides_lib
     from az_jax.core import presets as presets_lib
     from az_jax.core.devices import make_mesh
     from az_jax.runtime.trainer import Trainer
 
+    backup.use_batched_backward(args.backward == "batched")  # before anything is traced
     config = overrides_lib.override(presets_lib.preset(args.game, args.preset), args.set)
     mesh = make_mesh()
     config.validate(mesh.size)
     log = lambda message: print(f"selfplay_mfu: {message}", file=sys.stderr, flush=True)
     figures: dict = {"game": args.game, "preset": args.preset, "overrides": args.set, "jax": jax.__version__}
+    figures["backward"] = args.backward
     figures["device_kind"] = mesh.devices.flat[0].device_kind
     figures["num_devices"] = mesh.size
 
@@ -101,7 +111,8 @@ def main(argv=None) -> int:
     )
     save()
     print(
-        f"{args.game}/{args.preset} {' '.join(args.set)}: {positions_per_second:.1f} positions/s, ply {ply:.3f} s, "
+        f"{args.game}/{args.preset} {' '.join(args.set)} ({args.backward} backward): "
+        f"{positions_per_second:.1f} positions/s, ply {ply:.3f} s, "
         f"{flops_eval / 1e9:.2f} GFLOP/evaluation, MFU self-play {100 * figures['selfplay_mfu']:.1f}% "
         f"(network alone {100 * figures['network_isolated_mfu']:.1f}%) of {peak['flops_per_second'] / 1e12:.0f} "
         f"TFLOP/s; ply: network {100 * shares['network']:.0f}%, env step {100 * shares['env_step']:.0f}%, "
