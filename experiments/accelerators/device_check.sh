@@ -79,7 +79,7 @@ if [ "$SCALE" = tiny ]; then
   ROLLOUT=(--sizes 9 --batches 1,4 --repeats 1 --plies-per-loop 1,2)
   APV9=(--sizes 9 --leaves 1,4 --simulations 8 --moves 1)
   APV19=(--sizes 19 --leaves 4 --simulations 4 --moves 1)
-  SCALING=(--game go_19x19 --preset paper --set num_blocks=1 --set num_channels=8 --set selfplay_batch_size=4
+  SCALING=(--game go_19x19 --preset paper --set num_blocks=1 --set num_channels=8 --set selfplay_batch_size=${SCALING_BATCH:-4}
            --set replay_capacity=4096 --set min_replay_size=1024 --set batch_size=64)
   SCALING_SIMS=${SCALING_SIMS:-4 16}
   LEARN_SETS=(--set num_blocks=1 --set num_channels=8 --set selfplay_batch_size=16 --set batch_size=32
