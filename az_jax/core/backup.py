@@ -10,9 +10,10 @@ Methods, "Search": "backed up" statistics) for one tree and `jax.vmap`s it. A vm
 differs between trees runs until the deepest tree is done, and each of its steps `select`s the whole carry — every
 tree's [N, A] statistics — between the stepped and the unstepped value, so that trees already at their root stay as
 they are. A backward pass then costs depth × B × N × A however little it writes, a simulation O(N) and a search
-O(N²): on the 2-core CPU, go_19x19 with 8 games spent 10.8 ms a simulation at 32 simulations and 129 ms at 256
-(experiments/accelerators/search_scaling.py), and on one H200 a ply of 1,024 games at 800 simulations did not end
-in 75 s. (The same is reported as mctx issue #107.)
+O(N²). A go_19x19 self-play ply of 8 games (a 1 × 8 network, the 2-core CPU) took 0.66 s at 32 simulations and 46.4 s
+at 256 with mctx's backward pass, 0.58 and 11.8 s with this one; one of 1,024 games at 800 simulations (19 × 256,
+bf16, one H200) more than ~130 s, and 37.2 s with this one (experiments/accelerators/results/, `cpu_backward/` and
+`gpu/h200_run8/`). mctx's issue #107 reports the same slowness as trees deepen.
 
 Here the batch is explicit: one `while_loop` over depth for all trees, each step gathering and scattering one entry
 per tree, and a tree already at its root scattering nowhere (an out-of-range row, dropped). The arithmetic is
