@@ -74,5 +74,5 @@ def use_batched_backward(batched: bool = True) -> None:
 
     mctx's `search` looks its `backward` up as a module global when it is traced, so this decides for programs
     traced afterwards. az_jax calls it with True on import (az_jax/core/search.py); False is for measuring the two
-    (experiments/accelerators/search_scaling.py)."""
+    (experiments/accelerators/selfplay_mfu.py --backward mctx)."""
     mctx_search.backward = backward if batched else MCTX_BACKWARD
