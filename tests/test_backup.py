@@ -58,6 +58,11 @@ def _deepest(parents: np.ndarray) -> int:
 
 @pytest.mark.parametrize("policy", ["muzero", "gumbel"])
 def test_the_same_trees_as_mctx_backward(policy):
+    # mctx's search loop calls the module global `backward`, which use_batched_backward replaces: were it renamed,
+    # both searches below would be mctx's and this test would prove nothing
+    assert "backward" in mctx_search.search.__code__.co_names
+    backup.use_batched_backward(True)
+    assert mctx_search.backward is backup.backward
     ours, theirs = _search(policy, True), _search(policy, False)
     # the trees' depths differ between games, so in a backup some reach their root before the others
     assert len({_deepest(np.asarray(ours.parents[b])) for b in range(B)}) > 1
