@@ -6,8 +6,10 @@ rollout stepped by pgx (the rollout of apv_mcts.py before the lean game), at bat
 
 Each case plays B games from positions after `--plies` random moves to their end, `--repeats` times after a warm-up
 (compilation), and divides the time by the moves played (the moves of every game, passes included): µs per move,
-to set beside the paper's 2 µs a move (Methods, "Rollout policy", one CPU thread). The policy has random weights on
-p_π's fixed features and no pattern vocabulary: the features and the step cost the same whatever the weights.
+to set beside the paper's 2 µs a move (Methods, "Rollout policy", one CPU thread). The policy has random weights and
+`--vocabulary R,K` random response and 3x3 pattern codes (default 5,003 and 8,885: the 19×19 p_π's, trained on
+131k KGS positions, `experiments/alphago/results/rollout19.json`; `0,0`: none, as the figures before it). The step
+costs the same whatever the weights; the pattern lookups grow with the vocabularies (a binary search each).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pgx
 
 from az_jax.alphago import apv_mcts, rollout_game
@@ -54,10 +57,18 @@ def pgx_rollout(policy: rollout_lib.RolloutPolicy, states: pgx.State, key: jax.A
     return z, s, moves
 
 
-def random_policy(seed: int = 0) -> rollout_lib.RolloutPolicy:
-    weights = jax.random.normal(jax.random.key(seed), (rollout_lib.NUM_FIXED,)) * 2.0
+def random_policy(seed: int = 0, responses: int = 0, patterns: int = 0) -> rollout_lib.RolloutPolicy:
+    """p_π with random weights and vocabularies of `responses` and `patterns` distinct random codes."""
+    rng = np.random.default_rng(seed)
+
+    def vocabulary(count: int) -> jax.Array:
+        codes = np.unique(rng.integers(0, 2**32, 2 * count + 16, dtype=np.uint64).astype(np.uint32))
+        return jnp.asarray(np.sort(rng.permutation(codes)[:count]))
+
+    count = rollout_lib.NUM_FIXED + responses + patterns
+    weights = jax.random.normal(jax.random.key(seed), (count,)) * 2.0
     return rollout_lib.RolloutPolicy(
-        response_vocabulary=jnp.zeros(0, jnp.uint32), pattern_vocabulary=jnp.zeros(0, jnp.uint32), weights=weights
+        response_vocabulary=vocabulary(responses), pattern_vocabulary=vocabulary(patterns), weights=weights
     )
 
 
@@ -102,14 +113,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--plies-per-loop", default="1", help="the lean rollout's plies per loop iteration, one case each: '1,4,8'"
     )
+    parser.add_argument(
+        "--vocabulary", default="5003,8885", help="p_π's response and 3x3 pattern vocabulary sizes: 'R,K'"
+    )
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     loops = [int(k) for k in args.plies_per_loop.split(",")]
     games = args.games.split(",")
     if set(games) - {"pgx step", "lean"}:
         parser.error(f"--games: choose from 'pgx step', 'lean', not {args.games!r}")
+    try:
+        responses, patterns = (int(v) for v in args.vocabulary.split(","))
+    except ValueError:
+        parser.error(f"--vocabulary: two counts 'R,K', not {args.vocabulary!r}")
+    if min(responses, patterns) < 0:
+        parser.error(f"--vocabulary: counts must be >= 0, not {args.vocabulary!r}")
     rows = []
-    policy = random_policy()
+    policy = random_policy(0, responses, patterns)
     for size in (int(s) for s in args.sizes.split(",")):
         env = pgx.make(f"go_{size}x{size}")
         plies = {9: 20, 19: 80}.get(size, size * size // 5)
@@ -132,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                     "batch": batch,
                     "game": name,
                     "plies_per_loop": k,
+                    "vocabulary": [responses, patterns],
                     "start_plies": plies,
                     "moves": moves,
                     "seconds": round(seconds, 4),
