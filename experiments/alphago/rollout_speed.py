@@ -8,8 +8,9 @@ Each case plays B games from positions after `--plies` random moves to their end
 (compilation), and divides the time by the moves played (the moves of every game, passes included): µs per move,
 to set beside the paper's 2 µs a move (Methods, "Rollout policy", one CPU thread). The policy has random weights and
 `--vocabulary R,K` random response and 3x3 pattern codes (default 5,003 and 8,885: the 19×19 p_π's, trained on
-131k KGS positions, `experiments/alphago/results/rollout19.json`; `0,0`: none, as the figures before it). The step
-costs the same whatever the weights; the pattern lookups grow with the vocabularies (a binary search each).
+131,590 professional positions, `experiments/alphago/results/rollout19.json`; `0,0`: none, as the figures before
+it). The step costs the same whatever the weights; the pattern lookups grow with the vocabularies (a binary search
+each).
 """
 
 from __future__ import annotations
