@@ -11,11 +11,13 @@ hand-made positions (a module-scoped fixture).
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pgx
 import pytest
 
 from az_jax.alphago import rollout_policy as R
-from az_jax.alphago.features import _move_features
-from az_jax.alphago.position import Position
+from az_jax.alphago.features import _chain_labels, _lean_move_features, _move_features
+from az_jax.alphago.position import Position, from_pgx
+from experiments.alphago.rollout_speed import midgame
 
 N = 7
 P = N * N
@@ -179,9 +181,14 @@ def test_save_atari_counts_the_captured_stones_that_touch_the_joined_chain(encod
     assert e.legal[pt(2, 0)] and not e.save_atari.any()
     # the bitset count of features.py gives the same liberties after the move: 2 at (0,0), 1 at (2,0)
     move_features = jax.jit(lambda b: _move_features(b, jnp.int32(-1), N))  # one compile for both boards
+    # and so does a rollout's count without bitsets, where both moves are the rare case it settles against the whole
+    # board: no empty neighbour, the own chain in atari, one neighbour in the captured chain of 2 ((0,1) / (1,1)),
+    # whose other stone touches the joined chain ((0,2) touches (1,2)) or does not ((0,0) touches only (0,1))
+    lean = jax.jit(lambda b: _lean_move_features(b, jnp.int32(-1), N, _chain_labels(b, N)))
     for name, point, after in (("save_by_capture", pt(0, 0), 2), ("capture_no_save", pt(2, 0), 1)):
-        board, _ = parse(BOARDS[name])
-        assert int(move_features(jnp.asarray(board))["liberties_after"][point]) == after
+        board = jnp.asarray(parse(BOARDS[name])[0])
+        assert int(move_features(board)["liberties_after"][point]) == after
+        assert int(lean(board)["liberties_after"][point]) == after
 
 
 def test_response_diamond_covers_exactly_manhattan_1_and_2(encoded):
@@ -237,3 +244,23 @@ def test_logits_use_only_known_patterns_and_mask_illegal_points(encoded):
     assert (scores[free] == 0.0).all()
     idx = jax.jit(R.indices)(policy, jax.tree.map(jnp.asarray, e))
     assert (np.asarray(idx.pattern) >= 0).sum() == 1
+
+
+def test_lean_move_features_match_the_bitsets_on_random_games():
+    # 32 9x9 games of uniformly random legal moves, after 40, 80 and 120 plies: on every empty point the rollout's
+    # move features without bitsets equal features.py's (liberties after a move capped at 2, as p_π reads them)
+    n = 9
+    full = jax.jit(jax.vmap(lambda b, k: _move_features(b, k, n)))
+    lean = jax.jit(jax.vmap(lambda b, k, label: _lean_move_features(b, k, n, label)))
+    checked = 0
+    for plies in (40, 80, 120):
+        position = from_pgx(midgame(pgx.make("go_9x9"), 32, plies, seed=plies))
+        board, ko = position.board.astype(jnp.int8), jnp.asarray(position.ko, jnp.int32)
+        want = jax.device_get(full(board, ko))
+        got = jax.device_get(lean(board, ko, jnp.asarray(want["label"])))
+        empty = np.asarray(board) == 0
+        for key in ("liberties", "legal", "own_eye"):
+            np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+        np.testing.assert_array_equal(got["liberties_after"][empty], np.minimum(want["liberties_after"], 2)[empty])
+        checked += int(empty.sum())
+    assert checked > 32 * 3 * 20  # at least 20 empty points a position

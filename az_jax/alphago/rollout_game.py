@@ -11,8 +11,12 @@ against 15 and 168 µs for p_π's features and 1 and 3 µs for the position. So 
 rollout's cost. Here a rollout keeps its own state (`Lean`): the board relative to the player to move, each stone's
 chain label, the ko point, the turns since each stone was played, passes and moves so far; a move updates the labels
 where it merges or captures (features._play) instead of finding the chains again, and p_π's features read the
-labels (features._move_features with `label` given) instead of recomputing them. pgx is used twice: the start
-(its state) and the end (Tromp–Taylor area with the env's komi, pgx's own scorer).
+labels instead of recomputing them, through features._lean_move_features: only what p_π reads (liberties, legality,
+liberties after a move capped at 2, own eyes), from per-chain scalars (liberty count, size, lowest and highest
+liberty) and each point's 4 neighbours, where features._move_features builds a W-word bitset per chain and gathers
+4 of them for every point (at 19×19 and batch 256 on the 2-core VM, 60 of a ply's 100 µs a position:
+experiments/alphago/rollout_profile.py). pgx is used twice: the start (its state) and the end (Tromp–Taylor area
+with the env's komi, pgx's own scorer).
 
 The game is pgx's with one rule left out: positional superko (pgx ends a game lost for a player who repeats a whole
 position; here only the simple ko is kept, as p_π's legality has it). Until such a repeat, a rollout here plays the
@@ -114,7 +118,7 @@ def encode(state: Lean) -> tuple[rollout_lib.Encoded, jax.Array]:
     n = state.position.size
 
     def one(board, turns, ko, label):
-        encoded, moves, _ = rollout_lib.encode_parts(board, turns, ko, n, label=label)
+        encoded, moves, _ = rollout_lib.encode_parts(board, turns, ko, n, label=label, lean=True)
         return encoded, moves["own_eye"]
 
     return jax.vmap(one)(state.board, state.turns_since, state.ko, state.label)

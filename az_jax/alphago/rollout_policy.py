@@ -44,8 +44,8 @@ A p_π file has no `kind` entry; a file that has one (a p_τ file) is refused by
 
 Simplifications against the paper: patterns are not made invariant under the 8 board symmetries (the paper does not
 say whether its are); save atari does not count captures of opponent stones elsewhere that free the chain; the
-features are recomputed from the whole board at each move (chain labels by label propagation, features.py), where the
-paper updates patterns incrementally.
+features are recomputed from the whole board at each move, where the paper updates patterns incrementally (a rollout
+carries its chain labels and reads only the liberty counts it needs: rollout_game.py).
 
 Legality as in features.py: the point is empty, not `position.ko`, and not suicide (positional superko not checked).
 """
@@ -67,7 +67,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from az_jax.alphago.features import _move_features, _shifted
+from az_jax.alphago.features import _lean_move_features, _move_features, _shifted
 from az_jax.alphago.position import Position
 from az_jax.runtime import files
 
@@ -164,14 +164,26 @@ def diamond_code(around: jax.Array, c: jax.Array) -> jax.Array:
 
 
 def encode_parts(
-    board: jax.Array, turns_since: jax.Array, ko: jax.Array, n: int, label: jax.Array | None = None
+    board: jax.Array,
+    turns_since: jax.Array,
+    ko: jax.Array,
+    n: int,
+    label: jax.Array | None = None,
+    lean: bool = False,
 ) -> tuple[Encoded, dict[str, jax.Array], jax.Array]:
     """One position's raw features, with what they were computed from: features.py's move features (chains,
     liberties, the result of a move at each point) and the point states [P], for feature sets that extend p_π's.
-    `label`: the chain labels when the caller carries them (a rollout's), else found here."""
+    `label`: the chain labels when the caller carries them (a rollout's), else found here. `lean` (with `label`):
+    only the move features p_π reads, liberties after a move capped at 2 (`_lean_move_features`, a rollout's; the
+    same Encoded), not enough for p_τ's."""
     p = n * n
     board = board.astype(jnp.int8)
-    moves = _move_features(board, ko.astype(jnp.int32), n, label)
+    ko = ko.astype(jnp.int32)
+    if lean:
+        assert label is not None, "lean move features read the carried chain labels"
+        moves = _lean_move_features(board, ko, n, label)
+    else:
+        moves = _move_features(board, ko, n, label)
     states = point_states(board, moves["liberties"])
     legal = moves["legal"]
     # save atari: a is the liberty of an own neighbour chain in atari, and the joined chain keeps >= 2 liberties
