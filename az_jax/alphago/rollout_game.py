@@ -14,9 +14,8 @@ where it merges or captures (features._play) instead of finding the chains again
 labels instead of recomputing them, through features._lean_move_features: only what p_π reads (liberties, legality,
 liberties after a move capped at 2, own eyes), from per-chain scalars (liberty count, size, lowest and highest
 liberty) and each point's 4 neighbours, where features._move_features builds a W-word bitset per chain and gathers
-4 of them for every point (at 19×19 and batch 256 on the 2-core VM, 60 of a ply's 100 µs a position:
-experiments/alphago/rollout_profile.py). pgx is used twice: the start (its state) and the end (Tromp–Taylor area
-with the env's komi, pgx's own scorer).
+4 of them for every point (boards of `LEAN_FROM` and up; experiments/alphago/rollout_profile.py). pgx is used twice:
+the start (its state) and the end (Tromp–Taylor area with the env's komi, pgx's own scorer).
 
 The game is pgx's with one rule left out: positional superko (pgx ends a game lost for a player who repeats a whole
 position; here only the simple ko is kept, as p_π's legality has it). Until such a repeat, a rollout here plays the
@@ -36,6 +35,11 @@ from pgx._src.games import go as pgx_go
 from az_jax.alphago import features as features_lib
 from az_jax.alphago import rollout_policy as rollout_lib
 from az_jax.alphago.position import Position, from_pgx
+
+# boards from this size up read features._lean_move_features; smaller ones the bitsets, which are cheaper there (a
+# bitset is W = ceil(N²/32) words: 3 on 9×9, 12 on 19×19). rollout_profile.py, batch 256, µs a position: 9×9 8.1
+# bitsets against 11.0 lean, 19×19 65.4 against 38.1; 13×13 (6 words) not measured
+LEAN_FROM = 13
 
 
 @struct.dataclass
@@ -118,7 +122,7 @@ def encode(state: Lean) -> tuple[rollout_lib.Encoded, jax.Array]:
     n = state.position.size
 
     def one(board, turns, ko, label):
-        encoded, moves, _ = rollout_lib.encode_parts(board, turns, ko, n, label=label, lean=True)
+        encoded, moves, _ = rollout_lib.encode_parts(board, turns, ko, n, label=label, lean=n >= LEAN_FROM)
         return encoded, moves["own_eye"]
 
     return jax.vmap(one)(state.board, state.turns_since, state.ko, state.label)

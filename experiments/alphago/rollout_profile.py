@@ -5,9 +5,11 @@ each jitted on its own and timed on the same B mid-game positions, µs per posit
         [--repeats 200] [--out FILE]
 
 Parts, in the order a ply runs them:
-    chains      features._move_features from the carried chain labels: liberties, the result of a move at each
-                point (liberties after, captures, legality), own eyes
-    encode      rollout_game.encode: chains, then the rest of p_π's raw features (point states, save atari, the
+    bitsets     features._move_features from the carried chain labels (what encode read before the lean move
+                features): a bitset per chain, liberties after a move at each point, captures, legality, own eyes
+    lean        features._lean_move_features, what encode reads now: the same liberties, legality, own eyes and
+                liberties after capped at 2, from per-chain scalars and each point's 4 neighbours
+    encode      rollout_game.encode: lean, then the rest of p_π's raw features (point states, save atari, the
                 previous move's neighbour and diamond, the 3x3 and diamond codes)
     lookups     rollout_policy.indices: the two vocabulary binary searches
     sample      the weights gathered and summed, the sensible mask and a categorical sample
@@ -38,8 +40,11 @@ from experiments.alphago.rollout_speed import cpu_model, midgame, random_policy
 def parts(policy: rollout_lib.RolloutPolicy, n: int, max_steps: int) -> dict:
     """{name: fn(state, key)} for the parts of one ply on a lean state [B]."""
 
-    def chains(s, key):
+    def bitsets(s, key):
         return jax.vmap(lambda b, k, lab: features_lib._move_features(b, k, n, lab))(s.board, s.ko, s.label)
+
+    def lean(s, key):
+        return jax.vmap(lambda b, k, lab: features_lib._lean_move_features(b, k, n, lab))(s.board, s.ko, s.label)
 
     def encode(s, key):
         return rollout_game.encode(s)
@@ -61,7 +66,15 @@ def parts(policy: rollout_lib.RolloutPolicy, n: int, max_steps: int) -> dict:
         encoded, own_eye = rollout_game.encode(s)
         return play(s, key, sample(s, key, (encoded, own_eye), rollout_lib.indices(policy, encoded)))
 
-    return {"chains": chains, "encode": encode, "lookups": lookups, "sample": sample, "play": play, "ply": ply}
+    return {
+        "bitsets": bitsets,
+        "lean": lean,
+        "encode": encode,
+        "lookups": lookups,
+        "sample": sample,
+        "play": play,
+        "ply": ply,
+    }
 
 
 def timed(fn, args, repeats: int) -> float:
@@ -85,7 +98,8 @@ def profile(size: int, batch: int, policy: rollout_lib.RolloutPolicy, repeats: i
     idx = jax.jit(fns["lookups"])(s, key, encoded_eye[0])
     action = jax.jit(fns["sample"])(s, key, encoded_eye, idx)
     args = {
-        "chains": (s, key),
+        "bitsets": (s, key),
+        "lean": (s, key),
         "encode": (s, key),
         "lookups": (s, key, encoded_eye[0]),
         "sample": (s, key, encoded_eye, idx),
