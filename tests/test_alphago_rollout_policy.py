@@ -15,7 +15,8 @@ import pgx
 import pytest
 
 from az_jax.alphago import rollout_policy as R
-from az_jax.alphago.features import _chain_labels, _lean_move_features, _move_features
+from az_jax.alphago.features import _chain_labels, _move_features
+from az_jax.alphago.lean_moves import move_features as _lean_move_features
 from az_jax.alphago.position import Position, from_pgx
 from experiments.alphago.rollout_speed import midgame
 

@@ -11,7 +11,7 @@ against 15 and 168 µs for p_π's features and 1 and 3 µs for the position. So 
 rollout's cost. Here a rollout keeps its own state (`Lean`): the board relative to the player to move, each stone's
 chain label, the ko point, the turns since each stone was played, passes and moves so far; a move updates the labels
 where it merges or captures (features._play) instead of finding the chains again, and p_π's features read the
-labels instead of recomputing them, through features._lean_move_features: only what p_π reads (liberties, legality,
+labels instead of recomputing them, through lean_moves.move_features: only what p_π reads (liberties, legality,
 liberties after a move capped at 2, own eyes), from per-chain scalars (liberty count, size, lowest and highest
 liberty) and each point's 4 neighbours, where features._move_features builds a W-word bitset per chain and gathers
 4 of them for every point (boards of `LEAN_FROM` and up; experiments/alphago/rollout_profile.py). pgx is used twice:
@@ -36,7 +36,7 @@ from az_jax.alphago import features as features_lib
 from az_jax.alphago import rollout_policy as rollout_lib
 from az_jax.alphago.position import Position, from_pgx
 
-# boards from this size up read features._lean_move_features; smaller ones the bitsets, which are cheaper there (a
+# boards from this size up read lean_moves.move_features; smaller ones the bitsets, which are cheaper there (a
 # bitset is W = ceil(N²/32) words: 3 on 9×9, 12 on 19×19). rollout_profile.py, batch 256, µs a position: 9×9 8.1
 # bitsets against 11.0 lean, 19×19 65.4 against 38.1; 13×13 (6 words) not measured
 LEAN_FROM = 13

@@ -7,7 +7,7 @@ each jitted on its own and timed on the same B mid-game positions, µs per posit
 Parts, in the order a ply runs them:
     bitsets     features._move_features from the carried chain labels (what encode read before the lean move
                 features): a bitset per chain, liberties after a move at each point, captures, legality, own eyes
-    lean        features._lean_move_features, what encode reads now: the same liberties, legality, own eyes and
+    lean        lean_moves.move_features, what encode reads now: the same liberties, legality, own eyes and
                 liberties after capped at 2, from per-chain scalars and each point's 4 neighbours
     encode      rollout_game.encode: lean, then the rest of p_π's raw features (point states, save atari, the
                 previous move's neighbour and diamond, the 3x3 and diamond codes)
@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import pgx
 
 from az_jax.alphago import features as features_lib
-from az_jax.alphago import rollout_game
+from az_jax.alphago import lean_moves, rollout_game
 from az_jax.alphago import rollout_policy as rollout_lib
 from experiments.alphago.rollout_speed import cpu_model, midgame, random_policy
 
@@ -44,7 +44,7 @@ def parts(policy: rollout_lib.RolloutPolicy, n: int, max_steps: int) -> dict:
         return jax.vmap(lambda b, k, lab: features_lib._move_features(b, k, n, lab))(s.board, s.ko, s.label)
 
     def lean(s, key):
-        return jax.vmap(lambda b, k, lab: features_lib._lean_move_features(b, k, n, lab))(s.board, s.ko, s.label)
+        return jax.vmap(lambda b, k, lab: lean_moves.move_features(b, k, n, lab))(s.board, s.ko, s.label)
 
     def encode(s, key):
         return rollout_game.encode(s)
