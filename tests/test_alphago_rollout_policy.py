@@ -265,3 +265,18 @@ def test_lean_move_features_match_the_bitsets_on_random_games():
         np.testing.assert_array_equal(got["liberties_after"][empty], np.minimum(want["liberties_after"], 2)[empty])
         checked += int(empty.sum())
     assert checked > 32 * 3 * 20  # at least 20 empty points a position
+
+
+def test_sample_draws_the_softmax_and_never_a_masked_point():
+    # logits log 1, -inf, log 3, log 4: probabilities 1/8, 0, 3/8, 4/8 (the -inf entry has weight 0, total 1 + 3 + 4)
+    logits = jnp.log(jnp.array([1.0, 0.0, 3.0, 4.0]))
+    draws = np.asarray(jax.vmap(R.sample, (0, None))(jax.random.split(jax.random.key(0), 20_000), logits))
+    share = np.bincount(draws, minlength=4) / draws.size
+    assert share[1] == 0.0
+    # one standard error of a share p over 20,000 draws is at most sqrt(0.25 / 20,000) = 0.0035: 0.015 is > 4 of them
+    np.testing.assert_allclose(share, [1 / 8, 0.0, 3 / 8, 4 / 8], atol=0.015)
+    # one finite entry among -inf: always that one; logits far from 0 (1e4) do not overflow
+    only = jnp.array([[-jnp.inf, 1e4, -jnp.inf], [-1e4, -jnp.inf, -jnp.inf]])
+    assert R.sample(jax.random.key(1), only).tolist() == [1, 0]
+    # a row of -inf only (no sensible point: the caller passes) still gives an index inside the row
+    assert 0 <= int(R.sample(jax.random.key(2), jnp.full((5,), -jnp.inf))) < 5

@@ -158,7 +158,7 @@ def play(
         encoded, own_eye = encode(s)
         scores = rollout_lib._scores(policy.weights, rollout_lib.indices(policy, encoded))  # [B, N²], -inf: illegal
         sensible = jnp.isfinite(scores) & ~own_eye
-        point = jax.random.categorical(key, jnp.where(sensible, scores, -jnp.inf), axis=-1)
+        point = rollout_lib.sample(key, jnp.where(sensible, scores, -jnp.inf))
         action = jnp.where(sensible.any(-1), point, n * n).astype(jnp.int32)
         return step(s, action, n, game.max_termination_steps)
 

@@ -397,6 +397,19 @@ def logits(policy: PatternPolicy, position: Position, family: Family = ROLLOUT) 
     return family.scores(policy.weights, family.indices(policy, family.encode(position)))
 
 
+def sample(key: jax.Array, logits: jax.Array) -> jax.Array:
+    """[...] int32: one index of the last axis of `logits` [..., A] drawn from their softmax by the inverse CDF: one
+    uniform number per row, where `jax.random.categorical` draws a Gumbel number per entry (measured with
+    experiments/alphago/rollout_profile.py, the rollout's sample). Entries at -inf are never drawn; a row that is
+    all -inf gives an index to be ignored."""
+    top = logits.max(-1, keepdims=True)
+    weights = jnp.exp(logits - jnp.where(jnp.isfinite(top), top, 0.0))  # the largest 1, -inf entries 0
+    cdf = jnp.cumsum(weights, -1)
+    # u in (0, total]: the first index whose cdf reaches u has cdf[k] >= u > cdf[k - 1], so a positive weight
+    u = (1.0 - jax.random.uniform(key, cdf.shape[:-1] + (1,))) * cdf[..., -1:]
+    return jnp.minimum((cdf < u).sum(-1), logits.shape[-1] - 1).astype(jnp.int32)
+
+
 def select(
     policy: PatternPolicy, position: Position, key: jax.Array, greedy: bool = False, family: Family = ROLLOUT
 ) -> jax.Array:

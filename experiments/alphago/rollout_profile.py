@@ -12,7 +12,7 @@ Parts, in the order a ply runs them:
     encode      rollout_game.encode: lean, then the rest of p_π's raw features (point states, save atari, the
                 previous move's neighbour and diamond, the 3x3 and diamond codes)
     lookups     rollout_policy.indices: the two vocabulary binary searches
-    sample      the weights gathered and summed, the sensible mask and a categorical sample
+    sample      the weights gathered and summed, the sensible mask and one draw (rollout_policy.sample)
     play        rollout_game.step: the move played, chains merged and captured, turns since each stone
     ply         all of it in one program
 A part timed alone still writes its outputs to memory; inside `ply` XLA may fuse across the cuts, so encode + lookups
@@ -56,7 +56,7 @@ def parts(policy: rollout_lib.RolloutPolicy, n: int, max_steps: int) -> dict:
         _, own_eye = encoded_eye
         scores = rollout_lib._scores(policy.weights, idx)
         sensible = jnp.isfinite(scores) & ~own_eye
-        point = jax.random.categorical(key, jnp.where(sensible, scores, -jnp.inf), axis=-1)
+        point = rollout_lib.sample(key, jnp.where(sensible, scores, -jnp.inf))
         return jnp.where(sensible.any(-1), point, n * n).astype(jnp.int32)
 
     def play(s, key, action):

@@ -44,7 +44,7 @@ def pgx_rollout(policy: rollout_lib.RolloutPolicy, states: pgx.State, key: jax.A
         position = from_pgx(s)
         scores = rollout_lib.logits(policy, position)
         sensible = jnp.isfinite(scores) & s.legal_action_mask[:, : n * n] & ~apv_mcts.own_eyes(position.board, n)
-        point = jax.random.categorical(sample_key, jnp.where(sensible, scores, -jnp.inf), axis=-1)
+        point = rollout_lib.sample(sample_key, jnp.where(sensible, scores, -jnp.inf))
         action = jnp.where(sensible.any(-1), point, n * n).astype(jnp.int32)
         going = ~(s.terminated | s.truncated)
         s = jax.vmap(env.step)(s, action)
