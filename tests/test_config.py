@@ -125,9 +125,12 @@ def test_hours_preset_is_the_small_recipe_with_a_three_hour_schedule():
     small, hours = preset("connect_four"), preset("connect_four", "hours")
     hours.validate(num_devices=2)
     # The same recipe (network, search, self-play, replay, random openings); only the run's length, its rate step and
-    # how often it is evaluated differ.
-    same = {"num_iterations", "lr_boundaries", "eval_every"}
-    assert {f.name for f in dataclasses.fields(small) if getattr(small, f.name) != getattr(hours, f.name)} == same
+    # how often and with how many games it is evaluated differ.
+    differ = {"num_iterations", "lr_boundaries", "eval_every", "eval_games"}
+    assert {f.name for f in dataclasses.fields(small) if getattr(small, f.name) != getattr(hours, f.name)} == differ
+    # `make train`: 750 × 128 × 16 × 4 / 256 = 750 × 32 = 24,000 steps, the step at 75% of them (iteration 562.5)
+    small_steps = small.num_iterations * small.selfplay_batch_size * small.selfplay_steps * small.train_ratio
+    assert small_steps / small.batch_size == 24_000 and small.lr_boundaries == (18_000,)
     # 5,000 iterations × 128 games × 16 plies × train_ratio 4 / batch 256 = 5,000 × 32 = 160,000 steps; the step at 75%.
     positions = hours.num_iterations * hours.selfplay_batch_size * hours.selfplay_steps
     steps = positions * hours.train_ratio / hours.batch_size

@@ -87,8 +87,13 @@ def _small(game: str) -> Config:
         #
         # 30-minute runs on one core each (experiments/strength/README.md §5): 4 trained positions per generated one
         # (train_ratio=4) against 2: raw 0.765 / search 0.866 against 0.777 / 0.847, drawn positions 0.694 against
-        # 0.641; a 64-channel network and 32 simulations were behind at equal time. 450 iterations are about 25
-        # minutes on 2 cores with the evaluations; the rate drops ×0.1 at 85% of the 14,400 steps.
+        # 0.641; a 64-channel network and 32 simulations were behind at equal time.
+        #
+        # Length and rate step from the compute-scaling study's 30-minute run (experiments/strength/README.md §12):
+        # 862 iterations in 30 minutes of 2 cores with the step at iteration 615 ended at 0.870 raw / 0.923 with search,
+        # the search share 0.897-0.901 on one rate (iterations 400-600) and 0.902-0.922 after its step. 750 iterations,
+        # the rate ×0.1 at 75% of the 24,000 steps, evaluations every 50 (100 games against random and MCTS-100, the
+        # solver set): under 30 minutes on the 2-core VM (~2 s an iteration).
         #
         # The first 4 plies of every self-play game uniformly random (experiments/strength/README.md §10): without them
         # self-play settles into drawn games (all of them after ~110 iterations at a GPU's scale, where the solver
@@ -98,12 +103,13 @@ def _small(game: str) -> Config:
         "connect_four": dict(
             num_blocks=3,
             num_channels=32,
-            num_iterations=450,
+            num_iterations=750,
             train_ratio=4.0,
             random_opening_plies=4,
-            lr_boundaries=(12_000,),
+            lr_boundaries=(18_000,),
             checkpoint_every=10,
             eval_every=50,
+            eval_games=100,
             eval_opponents=("random", "mcts:sims=100"),
             eval_solver_simulations=64,
             **gumbel16_symmetries,
@@ -158,7 +164,9 @@ def _hours(game: str) -> Config:
             f"the 'hours' preset is measured for {', '.join(HOURS_GAMES)} only, not {game!r}; use --preset small "
             "with --set num_iterations=N and lr_boundaries=M"
         )
-    return dataclasses.replace(_small(game), num_iterations=5000, lr_boundaries=(120_000,), eval_every=100)
+    return dataclasses.replace(
+        _small(game), num_iterations=5000, lr_boundaries=(120_000,), eval_every=100, eval_games=200
+    )
 
 
 def _alphago_zero(game: str) -> Config:
