@@ -227,6 +227,37 @@ def test_vocabulary_and_lookup():
     np.testing.assert_array_equal(got, [1, -1, -1, 2, -1, 0])  # unseen codes: no feature
 
 
+def test_hash_table_finds_every_code_and_only_those():
+    find = jax.jit(R.find)
+    # the binary search's example: 3 codes -> a table of 16 slots (the power of two >= 4 * 3)
+    table = R.hash_table(np.array([3, 10, 42], np.uint32))
+    assert table.shape == (16, 2) and (table[:, 1] > 0).sum() == 3
+    codes = jnp.asarray(np.array([10, 11, 0, 42, 100, 3], np.uint32))
+    np.testing.assert_array_equal(find(jnp.asarray(table), codes), [1, -1, -1, 2, -1, 0])
+    # code 0 is a code like any other: found when in the vocabulary, and an empty slot (0, 0) never matches it
+    assert int(find(jnp.asarray(R.hash_table(np.array([0, 5], np.uint32))), jnp.uint32(0))) == 0
+    assert int(find(jnp.asarray(R.hash_table(np.array([5], np.uint32))), jnp.uint32(0))) == -1
+    # three codes with the same first slot among 16 (slot = code * 0x9E3779B1 mod 2^32, top 4 bits): at most one
+    # sits there, the others are moved to their second slots by the insertion
+    small = np.arange(1, 4096, dtype=np.uint32)
+    first = ((small.astype(np.uint64) * 0x9E3779B1) & 0xFFFFFFFF) >> 28
+    same = small[first == first[0]][:3]
+    assert len(same) == 3
+    table = R.hash_table(same)
+    np.testing.assert_array_equal(find(jnp.asarray(table), jnp.asarray(same)), [0, 1, 2])
+    # 20,000 random codes with the extremes: the same indices as the binary search, for them and 20,000 others
+    rng = np.random.default_rng(0)
+    vocab = np.unique(np.concatenate([rng.integers(0, 2**32, 20_000, dtype=np.uint64), [0, 2**32 - 1]]))
+    vocab = vocab.astype(np.uint32)
+    table = R.hash_table(vocab)
+    assert table.shape[0] >= 4 * len(vocab) and (table[:, 1] > 0).sum() == len(vocab)
+    others = rng.integers(0, 2**32, 20_000, dtype=np.uint64).astype(np.uint32)
+    queries = np.concatenate([rng.permutation(vocab), others])
+    expected = np.asarray(R.lookup(jnp.asarray(vocab), jnp.asarray(queries)))
+    assert (expected[: len(vocab)] >= 0).all()
+    np.testing.assert_array_equal(find(jnp.asarray(table), jnp.asarray(queries)), expected)
+
+
 def test_logits_use_only_known_patterns_and_mask_illegal_points(encoded):
     e = encoded["patterns"]
     # a vocabulary with (1,0)'s 3x3 code only, weight 2.0; every other point's pattern is unseen: logit 0
@@ -245,6 +276,8 @@ def test_logits_use_only_known_patterns_and_mask_illegal_points(encoded):
     assert (scores[free] == 0.0).all()
     idx = jax.jit(R.indices)(policy, jax.tree.map(jnp.asarray, e))
     assert (np.asarray(idx.pattern) >= 0).sum() == 1
+    # the same scores through the hash tables (what a loaded or trained policy looks its patterns up with)
+    np.testing.assert_array_equal(jax.jit(R.logits)(R.hashed(policy), position), scores)
 
 
 def test_lean_move_features_match_the_bitsets_on_random_games():

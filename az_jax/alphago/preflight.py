@@ -57,6 +57,19 @@ def _abstract(tree: Any, sharding: Any) -> Any:
     return jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), tree, sharding)
 
 
+def _abstract_rollout(weights: Any, sharding: Any) -> rollout_policy.RolloutPolicy:
+    """p_π at the paper's vocabulary sizes, abstract: sorted vocabularies, their hash tables (`rollout_policy.hashed`,
+    what a loaded p_π looks its patterns up with, at their first size) and `weights`."""
+    array = lambda *shape: jax.ShapeDtypeStruct(shape, jnp.uint32, sharding=sharding)  # noqa: E731
+    return rollout_policy.RolloutPolicy(
+        response_vocabulary=array(PAPER_RESPONSE_PATTERNS),
+        pattern_vocabulary=array(PAPER_PATTERNS),
+        weights=weights,
+        response_table=array(rollout_policy.table_size(PAPER_RESPONSE_PATTERNS), 2),
+        pattern_table=array(rollout_policy.table_size(PAPER_PATTERNS), 2),
+    )
+
+
 def _jitted(fn: Callable) -> Any:
     """A stage's program as what it is, a jitted function (the stage modules type it as a Callable), for `.lower`."""
     return fn
@@ -100,12 +113,9 @@ def _programs(preset: AlphaGoPreset, mesh: Mesh) -> dict[str, Callable[[], Any]]
 
     def rollout_step():  # p_π's step, its minibatch's features computed in it (pattern_training.py)
         m, config = preset.rollout.batch_size, preset.rollout
-        vocabulary = lambda k: jax.ShapeDtypeStruct((k,), jnp.uint32, sharding=on_one)  # noqa: E731
         weights: Any = jax.ShapeDtypeStruct((PAPER_FEATURES,), jnp.float32, sharding=on_one)
         step: Any = jax.ShapeDtypeStruct((), jnp.int32, sharding=on_one)
-        policy = rollout_policy.RolloutPolicy(
-            vocabulary(PAPER_RESPONSE_PATTERNS), vocabulary(PAPER_PATTERNS), weights=weights
-        )
+        policy = _abstract_rollout(weights, on_one)
         opt_state = _abstract(jax.eval_shape(pattern_training.optimizer(config).init, weights), on_one)
         state = pattern_training.PatternState(weights, opt_state, step)
         positions = _abstract(_positions(size, m), on_one)
@@ -152,11 +162,7 @@ def _programs(preset: AlphaGoPreset, mesh: Mesh) -> dict[str, Callable[[], Any]]
         env = apv_mcts._env(size)
         one_game = jax.eval_shape(lambda: jax.vmap(env.init)(jax.random.split(jax.random.key(0), 1)))
         states = _abstract(one_game, on_one)
-        rollout = rollout_policy.RolloutPolicy(
-            response_vocabulary=jax.ShapeDtypeStruct((PAPER_RESPONSE_PATTERNS,), jnp.uint32, sharding=on_one),
-            pattern_vocabulary=jax.ShapeDtypeStruct((PAPER_PATTERNS,), jnp.uint32, sharding=on_one),
-            weights=jax.ShapeDtypeStruct((PAPER_FEATURES,), jnp.float32, sharding=on_one),
-        )
+        rollout = _abstract_rollout(jax.ShapeDtypeStruct((PAPER_FEATURES,), jnp.float32, sharding=on_one), on_one)
         nets = apv_mcts.Nets(
             policy_params=_abstract(policy_params, on_one),
             value_params=_abstract(value_state.params, on_one),

@@ -30,11 +30,13 @@ first neighbour in the lowest bits), < 8^8 = 2^24. The diamond needs 12 * 3 + 2 
 per pair, negligible against a vocabulary of ~10^5 patterns. Codes are uint32.
 
 Vocabularies (`build_vocabulary`): the sorted distinct codes of the expert moves' patterns in the training data seen at
-least `min_count` times (the paper: 32,207 response and 69,338 non-response patterns, Tygem data); lookup is a
-`jnp.searchsorted`, and a code not in the vocabulary gives no feature. Weights are one dense vector
-[2 + 8 + R + K]: response, save atari, the 8 neighbours, the R response patterns, the K non-response patterns. As the
-features are binary and mostly one per group, the logit of a is a sum of at most 5 gathered weights, never a dense
-φ(s, a).
+least `min_count` times (the paper: 32,207 response and 69,338 non-response patterns, Tygem data); a code not in the
+vocabulary gives no feature. Lookup (`find`) probes a cuckoo hash table of the vocabulary (`hash_table`: two slots per
+code, at most 1/4 of the table full, built on the host when a policy is made or loaded: `hashed`), two gathers where a
+binary search (`lookup`, `jnp.searchsorted`; what a policy without tables uses) makes ~log2(V) dependent ones.
+Weights are one dense vector [2 + 8 + R + K]: response, save atari, the 8 neighbours, the R response patterns, the K
+non-response patterns. As the features are binary and mostly one per group, the logit of a is a sum of at most 5
+gathered weights, never a dense φ(s, a).
 
 Sharing with the tree policy p_τ (tree_policy.py, "p_π's features and more"): `encode_parts` hands out what the features
 were computed from, `batched`, `diamond_code`, `active` and `feature_sum` build any feature set, and `Family` bundles
@@ -104,6 +106,9 @@ class RolloutPolicy:
     response_vocabulary: chex.Array  # [R] uint32, sorted: the response patterns' codes
     pattern_vocabulary: chex.Array  # [K] uint32, sorted: the non-response (3x3) patterns' codes
     weights: chex.Array  # [NUM_FIXED + R + K] float32
+    # cuckoo hash tables of the two vocabularies (`hashed`); None: lookups by binary search
+    response_table: chex.Array | None = None  # [T_R, 2] uint32: (code, index + 1) per slot, (0, 0) empty
+    pattern_table: chex.Array | None = None  # [T_K, 2] uint32
 
     @property
     def num_features(self) -> int:
@@ -254,6 +259,76 @@ def lookup(vocabulary: jax.Array, codes: jax.Array) -> jax.Array:
     return jnp.where(vocabulary[i] == codes, i, -1)
 
 
+# multiplicative hashing (Knuth's golden-ratio constant and a second odd one): slot = (code * A mod 2^32) >> (32 - b)
+_HASH_MULTIPLIERS = (0x9E3779B1, 0x85EBCA77)
+_MAX_KICKS = 500
+
+
+def table_size(count: int) -> int:
+    """The first table size `hash_table` tries for `count` codes: a power of two >= 4 * count, at least 16."""
+    return max(16, 1 << int(np.ceil(np.log2(max(4 * count, 1)))))
+
+
+def _slots(codes: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    c = np.asarray(codes, np.uint64)
+    return tuple(((c * a) & 0xFFFFFFFF) >> (32 - bits) for a in _HASH_MULTIPLIERS)  # type: ignore[return-value]
+
+
+def hash_table(vocabulary: np.ndarray) -> np.ndarray:
+    """[V] distinct uint32 codes -> [T, 2] uint32 cuckoo table: the code and its index + 1 in one of its two slots
+    (`_slots`), (0, 0) in an empty slot. Tries `table_size(V)` slots and doubles on the rare failed insertion."""
+    vocabulary = np.asarray(vocabulary, np.uint32)
+    bits = int(np.log2(table_size(len(vocabulary))))
+    while True:
+        table = _cuckoo(vocabulary, bits)
+        if table is not None:
+            return table
+        bits += 1
+
+
+def _cuckoo(vocabulary: np.ndarray, bits: int) -> np.ndarray | None:
+    first, second = (s.astype(np.int64) for s in _slots(vocabulary, bits))
+    table = np.zeros((1 << bits, 2), np.uint32)
+    for i in range(len(vocabulary)):
+        entry, slot = (int(vocabulary[i]), i + 1), int(first[i])
+        for _ in range(_MAX_KICKS):
+            if table[slot, 1] == 0:
+                table[slot] = entry
+                break
+            evicted = (int(table[slot, 0]), int(table[slot, 1]))
+            table[slot] = entry
+            entry = evicted
+            a, b = int(first[entry[1] - 1]), int(second[entry[1] - 1])
+            slot = b if slot == a else a  # the evicted code moves to its other slot
+        else:
+            return None
+    return table
+
+
+def find(table: jax.Array, codes: jax.Array) -> jax.Array:
+    """[T, 2] `hash_table`, codes [...] uint32 -> [...] int32: each code's vocabulary index, -1 if absent. A code is
+    in one of its two slots or nowhere, so the larger of the two matches' index + 1 is the answer."""
+    bits = table.shape[0].bit_length() - 1
+    found = jnp.zeros(codes.shape, jnp.uint32)
+    for a in _HASH_MULTIPLIERS:
+        entry = table[(codes * jnp.uint32(a)) >> (32 - bits)]  # [..., 2]
+        found = jnp.maximum(found, jnp.where(entry[..., 0] == codes, entry[..., 1], 0))
+    return found.astype(jnp.int32) - 1
+
+
+def hashed(policy: RolloutPolicy) -> RolloutPolicy:
+    """`policy` with the hash tables of its vocabularies (host-side, once: tens of ms for ~10^5 codes)."""
+    return dataclasses.replace(
+        policy,
+        response_table=jnp.asarray(hash_table(np.asarray(policy.response_vocabulary))),
+        pattern_table=jnp.asarray(hash_table(np.asarray(policy.pattern_vocabulary))),
+    )
+
+
+def _find_or_lookup(vocabulary: jax.Array, table: jax.Array | None, codes: jax.Array) -> jax.Array:
+    return lookup(vocabulary, codes) if table is None else find(table, codes)
+
+
 def build_vocabulary(codes: np.ndarray, min_count: int = 1) -> np.ndarray:
     """[M] uint32 codes (the expert moves' patterns) -> the sorted distinct codes seen at least `min_count` times."""
     values, counts = np.unique(np.asarray(codes, np.uint32), return_counts=True)
@@ -272,9 +347,9 @@ class Indices:
 
 def indices(policy: RolloutPolicy, encoded: Encoded) -> Indices:
     r = policy.response_vocabulary.shape[0]
-    response = lookup(policy.response_vocabulary, encoded.response_code)
+    response = _find_or_lookup(policy.response_vocabulary, policy.response_table, encoded.response_code)
     response = jnp.where(encoded.in_diamond, response, -1)
-    pattern = lookup(policy.pattern_vocabulary, encoded.pattern_code)
+    pattern = _find_or_lookup(policy.pattern_vocabulary, policy.pattern_table, encoded.pattern_code)
     neighbour = encoded.neighbour.astype(jnp.int32)
     fixed = jnp.stack(
         [
@@ -318,7 +393,7 @@ def _init(encoded: Encoded, actions: np.ndarray, min_count: int) -> tuple[Rollou
         pattern_vocabulary=jnp.asarray(pattern_vocab),
         weights=jnp.zeros(NUM_FIXED + len(response_vocab) + len(pattern_vocab), jnp.float32),
     )
-    return policy, {"response_patterns": len(response_vocab), "non_response_patterns": len(pattern_vocab)}
+    return hashed(policy), {"response_patterns": len(response_vocab), "non_response_patterns": len(pattern_vocab)}
 
 
 # --- files ----------------------------------------------------------------------------------------------------------
@@ -363,7 +438,7 @@ def load(path: str | os.PathLike) -> RolloutPolicy:
     expected = NUM_FIXED + policy.response_vocabulary.shape[0] + policy.pattern_vocabulary.shape[0]
     if policy.weights.shape != (expected,):
         raise RolloutPolicyError(f"{path}: {policy.weights.shape[0]} weights for {expected} features")
-    return policy
+    return hashed(policy)
 
 
 class PatternPolicy(Protocol):

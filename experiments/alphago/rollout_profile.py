@@ -2,7 +2,7 @@
 each jitted on its own and timed on the same B mid-game positions, µs per position.
 
     python -m experiments.alphago.rollout_profile [--sizes 9,19] [--batches 1,256] [--vocabulary 5003,8885]
-        [--repeats 200] [--out FILE]
+        [--lookup hashed|sorted] [--repeats 200] [--out FILE]
 
 Parts, in the order a ply runs them:
     bitsets     features._move_features from the carried chain labels (what encode read before the lean move
@@ -11,7 +11,8 @@ Parts, in the order a ply runs them:
                 liberties after capped at 2, from per-chain scalars and each point's 4 neighbours
     encode      rollout_game.encode: lean, then the rest of p_π's raw features (point states, save atari, the
                 previous move's neighbour and diamond, the 3x3 and diamond codes)
-    lookups     rollout_policy.indices: the two vocabulary binary searches
+    lookups     rollout_policy.indices: the two vocabulary lookups, hash-table probes (`--lookup hashed`, the default:
+                what a loaded or trained p_π uses) or binary searches of the sorted vocabularies (`sorted`)
     sample      the weights gathered and summed, the sensible mask and one draw (rollout_policy.sample)
     play        rollout_game.step: the move played, chains merged and captured, turns since each stone
     ply         all of it in one program
@@ -116,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", default="1,256")
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--vocabulary", default="5003,8885", help="response and 3x3 vocabulary sizes: 'R,K'")
+    parser.add_argument("--lookup", default="hashed", choices=("hashed", "sorted"))
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     try:
@@ -125,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         parser.error("--sizes, --batches: comma-separated integers; --vocabulary: 'R,K'")
     policy = random_policy(0, responses, patterns)
+    policy = rollout_lib.hashed(policy) if args.lookup == "hashed" else policy
     rows = []
     for size in sizes:
         for batch in batches:
@@ -138,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpu": cpu_model(),
         "devices": [str(d) for d in jax.devices()],
         "vocabulary": [responses, patterns],
+        "lookup": args.lookup,
         "repeats": args.repeats,
         "rows": rows,
     }

@@ -2,15 +2,16 @@
 rollout stepped by pgx (the rollout of apv_mcts.py before the lean game), at batch 1 and 256, 9×9 and 19×19.
 
     python -m experiments.alphago.rollout_speed --out experiments/alphago/results/rollout_speed_cpu.json
-        [--sizes 9,19] [--batches 1,256] [--games 'pgx step,lean'] [--plies-per-loop 1,4,8]
+        [--sizes 9,19] [--batches 1,256] [--games 'pgx step,lean'] [--plies-per-loop 1,4,8] [--lookup hashed,sorted]
 
 Each case plays B games from positions after `--plies` random moves to their end, `--repeats` times after a warm-up
 (compilation), and divides the time by the moves played (the moves of every game, passes included): µs per move,
 to set beside the paper's 2 µs a move (Methods, "Rollout policy", one CPU thread). The policy has random weights and
 `--vocabulary R,K` random response and 3x3 pattern codes (default 5,003 and 8,885: the 19×19 p_π's, trained on
 131,590 professional positions, `experiments/alphago/results/rollout19.json`; `0,0`: none, as the figures before
-it). The step costs the same whatever the weights; the pattern lookups grow with the vocabularies (a binary search
-each).
+it). The step costs the same whatever the weights; the pattern lookups probe the vocabularies' hash tables
+(`--lookup hashed`, what a loaded or trained p_π uses) or binary-search the sorted vocabularies (`sorted`, the lookup
+before the tables), one case each.
 """
 
 from __future__ import annotations
@@ -117,8 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--vocabulary", default="5003,8885", help="p_π's response and 3x3 pattern vocabulary sizes: 'R,K'"
     )
+    parser.add_argument("--lookup", default="hashed", help="pattern lookups to time: 'hashed', 'sorted' or both")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    lookups = args.lookup.split(",")
+    if not lookups or set(lookups) - {"hashed", "sorted"}:
+        parser.error(f"--lookup: choose from 'hashed', 'sorted', not {args.lookup!r}")
     loops = [int(k) for k in args.plies_per_loop.split(",")]
     games = args.games.split(",")
     if set(games) - {"pgx step", "lean"}:
@@ -130,20 +135,24 @@ def main(argv: list[str] | None = None) -> int:
     if min(responses, patterns) < 0:
         parser.error(f"--vocabulary: counts must be >= 0, not {args.vocabulary!r}")
     rows = []
-    policy = random_policy(0, responses, patterns)
-    for size in (int(s) for s in args.sizes.split(",")):
+    sorted_policy = random_policy(0, responses, patterns)
+    policies = {"sorted": sorted_policy, "hashed": rollout_lib.hashed(sorted_policy)}
+    for lookup, size in ((lk, int(s)) for s in args.sizes.split(",") for lk in lookups):
+        policy = policies[lookup]
         env = pgx.make(f"go_{size}x{size}")
         plies = {9: 20, 19: 80}.get(size, size * size // 5)
         for batch in (int(b) for b in args.batches.split(",")):
             states = midgame(env, batch, plies)
 
-            def lean(s, key, env=env, k=1):
+            def lean(s, key, env=env, k=1, policy=policy):
                 z, end = rollout_game.play(policy, s, key, env, plies_per_loop=k)
                 return z, end, end.steps - s._x.step_count
 
             cases = []
             if "pgx step" in games:
-                cases.append(("pgx step", 1, jax.jit(lambda s, k, env=env: pgx_rollout(policy, s, k, env))))
+                cases.append(
+                    ("pgx step", 1, jax.jit(lambda s, k, env=env, policy=policy: pgx_rollout(policy, s, k, env)))
+                )
             if "lean" in games:
                 cases += [("lean", k, jax.jit(functools.partial(lean, k=k))) for k in loops]
             for name, k, fn in cases:
@@ -154,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                     "game": name,
                     "plies_per_loop": k,
                     "vocabulary": [responses, patterns],
+                    "lookup": lookup,
                     "start_plies": plies,
                     "moves": moves,
                     "seconds": round(seconds, 4),
