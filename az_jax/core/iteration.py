@@ -29,6 +29,7 @@ from jax.sharding import PartitionSpec as P
 
 from az_jax.core import arena, learner, networks
 from az_jax.core import gating as gating_lib
+from az_jax.core import reanalyse as reanalyse_lib
 from az_jax.core import replay as replay_lib
 from az_jax.core import resign as resign_lib
 from az_jax.core import search as search_lib
@@ -135,6 +136,7 @@ def init_state(setup: Setup, seed: int | jax.Array) -> TrainState:
             keep_score=cfg.aux_score_weight > 0,
             policy_entries=(get_game(cfg.game).max_legal_actions or 0) if cfg.compact_replay else 0,
             keep_scored=cfg.resign and cfg.aux_targets,
+            state_example=setup.env.init(jax.random.key(0)) if cfg.reanalyse_batches else None,
         ),
         key=jax.random.key_data(run_key),
         iteration=jnp.int32(0),
@@ -167,6 +169,28 @@ def selfplay(
         rng_key,
         first_ply=state.iteration * setup.selfplay.num_plies,
         v_resign=None if state.resign is None else state.resign.v_resign,
+    )
+
+
+def reanalyse(
+    setup: Setup, params, batch_stats, buffer: replay_lib.ReplayBuffer, rng_key: jax.Array
+) -> tuple[replay_lib.ReplayBuffer, dict]:
+    """Reanalyse on this device's replay shard: k × B/D of its trainable rows searched again by the latest weights
+    (with gating too: MuZero Reanalyse's latest network), in groups of self-play's size; the key (already this
+    device's) is consumed. Metrics are this device's sums."""
+    cfg = setup.config
+    local_games = cfg.selfplay_batch_size // jax.lax.axis_size(DEVICE_AXIS)
+    group = cfg.search_batch_size if 0 < cfg.search_batch_size < local_games else local_games
+    num_positions = cfg.reanalyse_batches * local_games
+    return reanalyse_lib.reanalyse(
+        setup.env,
+        setup.apply_fn,
+        {"params": params, "batch_stats": batch_stats},
+        setup.selfplay.search,
+        buffer,
+        rng_key,
+        num_positions=num_positions,
+        chunks=num_positions // group,
     )
 
 
@@ -237,6 +261,10 @@ def iteration(setup: Setup, state: TrainState, learning_rates: jax.Array | None 
     cfg = setup.config
     run_key, selfplay_key, learn_key = jax.random.split(jax.random.wrap_key_data(state.key), 3)
     games, buffer, sp = selfplay(setup, state, device_key(selfplay_key))
+    reanalysed: dict[str, jax.Array] = {}
+    if cfg.reanalyse_batches:  # a key of its own only with the switch on: off, the iteration is the program it was
+        learn_key, reanalyse_key = jax.random.split(learn_key)
+        buffer, reanalysed = reanalyse(setup, state.params, state.batch_stats, buffer, device_key(reanalyse_key))
     params, batch_stats, opt_state, ready, lm = learn(
         setup, state.params, state.batch_stats, state.opt_state, buffer, device_key(learn_key), learning_rates
     )
@@ -258,6 +286,10 @@ def iteration(setup: Setup, state: TrainState, learning_rates: jax.Array | None 
         "train/learning_rate": learner.current_learning_rate(cfg, opt_state, learning_rates),
         **{f"train/{k}": v for k, v in lm.items()},
     }
+    if reanalysed:
+        reanalysed = jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), reanalysed)
+        metrics["reanalyse/positions"] = reanalysed["positions"]
+        metrics["reanalyse/policy_change"] = reanalysed["policy_change"] / jnp.maximum(reanalysed["positions"], 1)
     resign = state.resign
     if resign is not None:  # v_resign is re-set on device from the played-out games of every device
         resign, resign_metrics = resign_lib.update(

@@ -8,7 +8,11 @@ auxiliary losses). Only positions with a known outcome are sampled. Positions of
 between iterations, so no game is ever truncated at an iteration boundary.
 
 Row placement is a pure function of the global ply counter: ply t writes its B rows at (t·B + b) mod N. No pointer.
+With Reanalyse on (az_jax/core/reanalyse.py) each row also keeps its position's game state, and `rewrite` replaces the
+search targets of chosen rows.
 """
+
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -45,6 +49,9 @@ class ReplayBuffer:
     scored: jax.Array | None = None
     # compact rows (Config.compact_replay): [N, K] int16 the actions of `policy`'s K entries; None: dense rows
     policy_index: jax.Array | None = None
+    # [N, ...] pgx.State of each position, for searching it again (Reanalyse, Config.reanalyse_batches > 0); None:
+    # not kept
+    state: Any = None
     num_actions: int = struct.field(pytree_node=False, default=0)  # A (compact rows store less than A per row)
 
     @property
@@ -75,11 +82,13 @@ def init(
     keep_score: bool = False,
     policy_entries: int = 0,
     keep_scored: bool = False,
+    state_example: Any = None,
 ) -> ReplayBuffer:
     """An empty buffer; ownership is kept per point of the observation's H × W board. `keep_scored`: whether each
     game was scored is kept (resignation with auxiliary targets). `policy_entries` K > 0: compact rows, each keeping
     the K largest entries of π (exactly π when no position has more than K legal actions, the caller's bound:
-    GameSpec.max_legal_actions) and the legal mask as bits."""
+    GameSpec.max_legal_actions) and the legal mask as bits. `state_example` (one unbatched pgx.State; None: no states
+    kept): each row also keeps its position's game state, shaped as this one (Reanalyse)."""
     zeros = lambda shape, dtype: jnp.zeros(shape, dtype)
     points = obs_shape[0] * obs_shape[1] if keep_ownership else 0
     compact = 0 < policy_entries < num_actions
@@ -101,7 +110,18 @@ def init(
         ownership=zeros((capacity, points), jnp.int8) if keep_ownership else None,
         score=zeros((capacity,), jnp.float32) if keep_score else None,
         scored=zeros((capacity,), jnp.bool_) if keep_scored else None,
+        state=None
+        if state_example is None
+        else jax.tree.map(lambda x: zeros((capacity, *x.shape), x.dtype), state_example),
     )
+
+
+def _stored_policy(buffer: ReplayBuffer, policy: jax.Array) -> tuple[jax.Array, jax.Array | None]:
+    """π [R, A] as the buffer's rows keep it: itself (dense rows), or its K largest entries and their actions."""
+    if buffer.policy_index is None:
+        return policy, None
+    policy, index = jax.lax.top_k(policy, buffer.policy.shape[1])
+    return policy, index.astype(jnp.int16)
 
 
 def add(
@@ -114,24 +134,25 @@ def add(
     episode,
     search_value: jax.Array | None = None,
     trainable: jax.Array | None = None,
+    state: Any = None,
 ) -> ReplayBuffer:
     """Writes one ply of B games (arrays [B, ...]) at rows (ply_index·B + b) mod N, outcome pending.
-    `search_value` [B] is stored when the buffer keeps it (ignored otherwise). `trainable` ([] or [B] bool; None:
+    `search_value` [B] and `state` (the games' pgx.State [B, ...]) are stored when the buffer keeps them (ignored
+    otherwise). `trainable` ([] or [B] bool; None:
     all) marks the positions that will be trained on: the others (the fast searches of playout cap randomization) are
     written neither pending nor done, so no outcome ever reaches them and no minibatch draws them."""
     num_games = player.shape[0]
     # (p·B) mod N computed as ((p mod N)·B) mod N, so a long run's ply counter cannot overflow int32.
     rows = ((ply_index % buffer.capacity) * num_games + jnp.arange(num_games)) % buffer.capacity
     put = lambda field, value: field.at[rows].set(value)
-    index = None
-    if buffer.policy_index is not None:  # compact rows: π's K largest entries and the mask's bits
-        policy, index = jax.lax.top_k(policy, buffer.policy.shape[1])
+    policy, index = _stored_policy(buffer, policy)
+    if buffer.policy_index is not None:  # compact rows: the mask's bits
         legal = jnp.packbits(legal, axis=-1)
     return buffer.replace(  # type: ignore[attr-defined]
         observation=put(buffer.observation, observation),
         policy=put(buffer.policy, policy),
         legal=put(buffer.legal, legal),
-        policy_index=None if index is None else put(buffer.policy_index, index.astype(jnp.int16)),
+        policy_index=None if index is None else put(buffer.policy_index, index),
         player=put(buffer.player, player),
         slot=put(buffer.slot, jnp.arange(num_games, dtype=jnp.int32)),
         episode=put(buffer.episode, episode),
@@ -142,7 +163,35 @@ def add(
         ownership=None if buffer.ownership is None else put(buffer.ownership, 0),
         score=None if buffer.score is None else put(buffer.score, 0.0),
         scored=None if buffer.scored is None else put(buffer.scored, False),
+        state=None if buffer.state is None else jax.tree.map(put, buffer.state, state),
     )
+
+
+def rewrite(
+    buffer: ReplayBuffer, rows: jax.Array, policy: jax.Array, search_value: jax.Array, valid: jax.Array
+) -> ReplayBuffer:
+    """Replaces the policy targets π [R, A] (and search values [R], where kept) of distinct `rows` [R] where `valid`
+    [R] bool; everything else of those rows (outcome, mask, state) stays. Reanalyse's write."""
+    policy, index = _stored_policy(buffer, policy)
+    put = lambda field, value: field.at[rows].set(
+        jnp.where(valid.reshape((-1,) + (1,) * (value.ndim - 1)), value, field[rows])
+    )
+    return buffer.replace(  # type: ignore[attr-defined]
+        policy=put(buffer.policy, policy),
+        policy_index=None if index is None else put(buffer.policy_index, index),
+        search_value=None if buffer.search_value is None else put(buffer.search_value, search_value),
+    )
+
+
+def dense_targets(buffer: ReplayBuffer, rows: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The policy targets [R, A] and legal masks [R, A] bool of `rows` [R], compact rows expanded."""
+    policy, legal = buffer.policy[rows], buffer.legal[rows]
+    if buffer.policy_index is not None:  # compact rows back to [R, A]: the entries at their actions, the mask's bits
+        index = buffer.policy_index[rows].astype(jnp.int32)
+        dense = jnp.zeros((rows.shape[0], buffer.num_actions), jnp.float32)
+        policy = dense.at[jnp.arange(rows.shape[0])[:, None], index].set(policy)
+        legal = jnp.unpackbits(legal, axis=-1, count=buffer.num_actions).astype(jnp.bool_)
+    return policy, legal
 
 
 def resolve(
@@ -210,12 +259,7 @@ def sample(
     if value_target_mix:
         assert buffer.search_value is not None  # value_target_mix > 0: the buffer keeps search values
         outcome = (1.0 - value_target_mix) * outcome + value_target_mix * buffer.search_value[rows]
-    policy, legal = buffer.policy[rows], buffer.legal[rows]
-    if buffer.policy_index is not None:  # compact rows back to [n, A]: the entries at their actions, the mask's bits
-        index = buffer.policy_index[rows].astype(jnp.int32)
-        dense = jnp.zeros((batch_size, buffer.num_actions), jnp.float32)
-        policy = dense.at[jnp.arange(batch_size)[:, None], index].set(policy)
-        legal = jnp.unpackbits(legal, axis=-1, count=buffer.num_actions).astype(jnp.bool_)
+    policy, legal = dense_targets(buffer, rows)
     batch = Batch(
         observation=buffer.observation[rows],
         policy=policy,

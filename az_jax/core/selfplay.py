@@ -184,6 +184,7 @@ def play(
             state.episode,
             search_value=value,
             trainable=None if settings.fast_search is None else full,
+            state=games,
         )
         mover = games.current_player
         games = jax.vmap(env.step)(games, action)

@@ -76,6 +76,7 @@ def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -
         "dirichlet_alpha",
         "keep_checkpoints",
         "global_pooling_every",
+        "reanalyse_batches",
     ]:
         if getattr(config, key) < 0:
             raise ConfigError(f"{key} must be >= 0, got {getattr(config, key)}")
@@ -135,6 +136,12 @@ def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -
         raise ConfigError(
             f"search_batch_size={config.search_batch_size} must be 0 (all at once) or divide each device's "
             f"{local_games} games (selfplay_batch_size={config.selfplay_batch_size} over {num_devices} devices)"
+        )
+    if config.reanalyse_batches * config.selfplay_batch_size > config.replay_capacity:
+        raise ConfigError(
+            f"reanalyse_batches={config.reanalyse_batches} re-searches {config.reanalyse_batches} × "
+            f"{config.selfplay_batch_size} positions an iteration, more than the replay_capacity of "
+            f"{config.replay_capacity}"
         )
     if config.compact_replay and not get_game(config.game).max_legal_actions:
         games = ", ".join(g for g, spec in GAMES.items() if spec.max_legal_actions)
