@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -254,6 +255,14 @@ def test_save_load_round_trip_and_files_refuse_each_other(tmp_path, trained, set
     enc = T.encode_all(test.position)
     accuracy = T.accuracy(loaded, enc, test.action)
     assert accuracy == T.accuracy(policy, enc, test.action) and round(accuracy, 4) == report["test_accuracy"]
+    # the trained and the loaded policy look their three vocabularies up in hash tables; the binary search (no tables)
+    # finds the same indices; held-out diamonds are in the vocabulary often enough that the check is not one of -1s
+    # (57 of the 256 test moves' diamonds when written)
+    assert all(t is not None for t in (loaded.response_table, loaded.pattern_table, loaded.diamond_table))
+    searched = loaded.replace(response_table=None, pattern_table=None, diamond_table=None)
+    by_table, by_search = jax.jit(T.indices)(loaded, enc), jax.jit(T.indices)(searched, enc)
+    chex.assert_trees_all_equal(by_table, by_search)
+    assert (np.asarray(by_table.extra)[np.arange(len(test.action)), test.action, 3] >= 0).mean() > 0.1
     # p_π's part of the same weights, saved as p_π
     rollout = R.RolloutPolicy(
         policy.response_vocabulary, policy.pattern_vocabulary, policy.weights[: policy.extra_offset]

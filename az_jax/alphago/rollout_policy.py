@@ -325,7 +325,8 @@ def hashed(policy: RolloutPolicy) -> RolloutPolicy:
     )
 
 
-def _find_or_lookup(vocabulary: jax.Array, table: jax.Array | None, codes: jax.Array) -> jax.Array:
+def find_or_lookup(vocabulary: jax.Array, table: jax.Array | None, codes: jax.Array) -> jax.Array:
+    """Each code's index in the sorted `vocabulary` (-1: absent): by its hash `table`, or by binary search if None."""
     return lookup(vocabulary, codes) if table is None else find(table, codes)
 
 
@@ -347,9 +348,9 @@ class Indices:
 
 def indices(policy: RolloutPolicy, encoded: Encoded) -> Indices:
     r = policy.response_vocabulary.shape[0]
-    response = _find_or_lookup(policy.response_vocabulary, policy.response_table, encoded.response_code)
+    response = find_or_lookup(policy.response_vocabulary, policy.response_table, encoded.response_code)
     response = jnp.where(encoded.in_diamond, response, -1)
-    pattern = _find_or_lookup(policy.pattern_vocabulary, policy.pattern_table, encoded.pattern_code)
+    pattern = find_or_lookup(policy.pattern_vocabulary, policy.pattern_table, encoded.pattern_code)
     neighbour = encoded.neighbour.astype(jnp.int32)
     fixed = jnp.stack(
         [

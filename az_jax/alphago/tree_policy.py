@@ -41,6 +41,7 @@ Files: an .npz like p_π's with one more array (the diamond vocabulary) and `kin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import zipfile
@@ -77,6 +78,10 @@ class TreePolicy:
     pattern_vocabulary: chex.Array  # [K] uint32, sorted: 3x3 patterns (as p_π's)
     diamond_vocabulary: chex.Array  # [D] uint32, sorted: the diamonds centred on the move
     weights: chex.Array  # [NUM_FIXED + R + K + NUM_EXTRA + D] float32
+    # cuckoo hash tables of the three vocabularies (`hashed`, as p_π's); None: lookups by binary search
+    response_table: chex.Array | None = None  # [T_R, 2] uint32
+    pattern_table: chex.Array | None = None  # [T_K, 2] uint32
+    diamond_table: chex.Array | None = None  # [T_D, 2] uint32
 
     @property
     def num_features(self) -> int:
@@ -136,13 +141,31 @@ def encode(position: Position) -> Encoded:
 
 
 def _as_rollout(policy: TreePolicy) -> rollout_lib.RolloutPolicy:
-    """p_π's view of the policy: its vocabularies, for p_π's `indices` (which address the front of the weights)."""
-    return rollout_lib.RolloutPolicy(policy.response_vocabulary, policy.pattern_vocabulary, policy.weights)
+    """p_π's view of the policy: its vocabularies and their tables, for p_π's `indices` (which address the front of
+    the weights)."""
+    return rollout_lib.RolloutPolicy(
+        policy.response_vocabulary,
+        policy.pattern_vocabulary,
+        policy.weights,
+        response_table=policy.response_table,
+        pattern_table=policy.pattern_table,
+    )
+
+
+def hashed(policy: TreePolicy) -> TreePolicy:
+    """`policy` with the hash tables of its three vocabularies (host-side, once; rollout_policy.hash_table)."""
+    table = lambda vocabulary: jnp.asarray(rollout_lib.hash_table(np.asarray(vocabulary)))
+    return dataclasses.replace(
+        policy,
+        response_table=table(policy.response_vocabulary),
+        pattern_table=table(policy.pattern_vocabulary),
+        diamond_table=table(policy.diamond_vocabulary),
+    )
 
 
 def indices(policy: TreePolicy, encoded: Encoded) -> Indices:
     start = policy.extra_offset
-    diamond = rollout_lib.lookup(policy.diamond_vocabulary, encoded.diamond_code)
+    diamond = rollout_lib.find_or_lookup(policy.diamond_vocabulary, policy.diamond_table, encoded.diamond_code)
     distance = encoded.distance.astype(jnp.int32)
     extra = jnp.stack(
         [
@@ -174,6 +197,7 @@ def _init(encoded: Encoded, actions: np.ndarray, min_count: int) -> tuple[TreePo
         diamond_vocabulary=jnp.asarray(diamond),
         weights=jnp.zeros(NUM_FIXED + len(response) + len(pattern) + NUM_EXTRA + len(diamond), jnp.float32),
     )
+    policy = hashed(policy)
     sizes = {
         "response_patterns": len(response),
         "non_response_patterns": len(pattern),
@@ -222,7 +246,7 @@ def load(path: str | os.PathLike) -> TreePolicy:
     expected = policy.extra_offset + NUM_EXTRA + policy.diamond_vocabulary.shape[0]
     if policy.weights.shape != (expected,):
         raise TreePolicyError(f"{path}: {policy.weights.shape[0]} weights for {expected} features")
-    return policy
+    return hashed(policy)
 
 
 TREE = rollout_lib.Family(encode=encode, init=_init, indices=indices, scores=_scores, save=save, load=load)
