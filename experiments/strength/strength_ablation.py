@@ -103,11 +103,12 @@ VARIANTS: dict[str, list[str]] = {
     "budget10": ["lr_boundaries=6500", *LONG],
     "budget30": ["lr_boundaries=19700", *LONG],
     "budget90": ["lr_boundaries=58800", *LONG],
-    # Reanalyse (issue 29): 30 minutes on one core each, side by side (--parallel 2 --devices 1), today's preset
-    # against it with 8 × 128 stored positions searched again each iteration (half as many as self-play plays; 4.86 s
-    # an iteration against 3.81 alone on one device, measured), each with its rate step at ~75% of the steps it finishes
-    "ra0_30min_1core": ["lr_boundaries=10500", *LONG],
-    "ra8_30min_1core": ["reanalyse_batches=8", "lr_boundaries=8300", *LONG],
+    # Reanalyse (issue 29): 40 minutes on one core each, side by side (--parallel 2 --devices 1), today's preset
+    # against it with 8 × 128 stored positions searched again each iteration (half as many as self-play plays: 4.86 s
+    # an iteration against 3.81 alone on one device, measured; side by side each takes about twice as long), each with
+    # its rate step at ~75% of the steps it finishes
+    "ra0_40min_1core": ["lr_boundaries=7900", *LONG],
+    "ra8_40min_1core": ["reanalyse_batches=8", "lr_boundaries=6200", *LONG],
 }
 
 
