@@ -105,8 +105,9 @@ VARIANTS: dict[str, list[str]] = {
     "budget90": ["lr_boundaries=58800", *LONG],
     # Reanalyse (issue 29): 40 minutes on one core each, side by side (--parallel 2 --devices 1), today's preset
     # against it with 8 × 128 stored positions searched again each iteration (half as many as self-play plays: 4.86 s
-    # an iteration against 3.81 alone on one device, measured; side by side each takes about twice as long), each with
-    # its rate step at ~75% of the steps it finishes
+    # an iteration against 3.81 alone on one device, measured). The rate steps were placed from a speed measured with
+    # tests running beside (~7 s an iteration side by side); quiet, they run ~4.2 and ~5.2 s, so each steps at about
+    # 43% of the steps it finishes: both alike, not the budget runs' 75%
     "ra0_40min_1core": ["lr_boundaries=7900", *LONG],
     "ra8_40min_1core": ["reanalyse_batches=8", "lr_boundaries=6200", *LONG],
 }
