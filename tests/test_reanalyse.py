@@ -21,6 +21,7 @@ from az_jax.core.presets import preset
 from az_jax.evaluation.in_training import train_and_evaluate
 
 from conftest import TINY_NETWORK
+from test_resume import TINY
 
 A = 7  # connect four's columns
 
@@ -113,17 +114,7 @@ def test_reanalyse_needs_room_in_the_replay():
         override(preset("connect_four", "small"), ["reanalyse_batches=-1"]).validate()
 
 
-TINY_RUN = [
-    *TINY_NETWORK,
-    "selfplay_steps=4",
-    "replay_capacity=256",
-    "min_replay_size=16",
-    "eval_every=0",
-    "checkpoint_every=2",
-    "keep_checkpoints=5",
-    "train_ratio=1",
-    "reanalyse_batches=2",
-]
+TINY_RUN = [*TINY, "reanalyse_batches=2"]  # test_resume's tiny tic-tac-toe run, reanalysing
 
 
 def test_a_reanalysing_run_resumes_bitwise(tmp_path, fast_compiles):
