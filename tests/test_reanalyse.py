@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pgx
 import pytest
+from test_resume import TINY
 
 from az_jax.core import iteration as iteration_lib
 from az_jax.core import reanalyse, replay
@@ -21,7 +22,6 @@ from az_jax.core.presets import preset
 from az_jax.evaluation.in_training import train_and_evaluate
 
 from conftest import TINY_NETWORK
-from test_resume import TINY
 
 A = 7  # connect four's columns
 

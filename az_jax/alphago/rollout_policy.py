@@ -316,12 +316,17 @@ def find(table: jax.Array, codes: jax.Array) -> jax.Array:
     return found.astype(jnp.int32) - 1
 
 
+def device_table(vocabulary: jax.Array) -> jax.Array:
+    """The `hash_table` of a vocabulary, built on the host (once: tens of ms for ~10^5 codes), as a device array."""
+    return jnp.asarray(hash_table(np.asarray(vocabulary)))
+
+
 def hashed(policy: RolloutPolicy) -> RolloutPolicy:
-    """`policy` with the hash tables of its vocabularies (host-side, once: tens of ms for ~10^5 codes)."""
+    """`policy` with the hash tables of its vocabularies."""
     return dataclasses.replace(
         policy,
-        response_table=jnp.asarray(hash_table(np.asarray(policy.response_vocabulary))),
-        pattern_table=jnp.asarray(hash_table(np.asarray(policy.pattern_vocabulary))),
+        response_table=device_table(policy.response_vocabulary),
+        pattern_table=device_table(policy.pattern_vocabulary),
     )
 
 

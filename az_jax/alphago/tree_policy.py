@@ -153,13 +153,12 @@ def _as_rollout(policy: TreePolicy) -> rollout_lib.RolloutPolicy:
 
 
 def hashed(policy: TreePolicy) -> TreePolicy:
-    """`policy` with the hash tables of its three vocabularies (host-side, once; rollout_policy.hash_table)."""
-    table = lambda vocabulary: jnp.asarray(rollout_lib.hash_table(np.asarray(vocabulary)))
+    """`policy` with the hash tables of its three vocabularies (rollout_policy.device_table)."""
     return dataclasses.replace(
         policy,
-        response_table=table(policy.response_vocabulary),
-        pattern_table=table(policy.pattern_vocabulary),
-        diamond_table=table(policy.diamond_vocabulary),
+        response_table=rollout_lib.device_table(policy.response_vocabulary),
+        pattern_table=rollout_lib.device_table(policy.pattern_vocabulary),
+        diamond_table=rollout_lib.device_table(policy.diamond_vocabulary),
     )
 
 
