@@ -121,7 +121,7 @@ def test_paper_preset_has_the_papers_numbers():
     assert config.root_dirichlet_alpha == 0.3
 
 
-def test_hours_preset_is_the_small_recipe_with_a_three_hour_schedule():
+def test_hours_preset_is_the_small_recipe_with_the_90_minute_schedule():
     small, hours = preset("connect_four"), preset("connect_four", "hours")
     hours.validate(num_devices=2)
     # The same recipe (network, search, self-play, replay, random openings); only the run's length, its rate step and
@@ -131,10 +131,11 @@ def test_hours_preset_is_the_small_recipe_with_a_three_hour_schedule():
     # `make train`: 750 × 128 × 16 × 4 / 256 = 750 × 32 = 24,000 steps, the step at 75% of them (iteration 562.5)
     small_steps = small.num_iterations * small.selfplay_batch_size * small.selfplay_steps * small.train_ratio
     assert small_steps / small.batch_size == 24_000 and small.lr_boundaries == (18_000,)
-    # 5,000 iterations × 128 games × 16 plies × train_ratio 4 / batch 256 = 5,000 × 32 = 160,000 steps; the step at 75%.
+    # 2,600 iterations × 128 games × 16 plies × train_ratio 4 / batch 256 = 2,600 × 32 = 83,200 steps; the step at
+    # 58,800 = iteration 1,837.5, where the measured 90-minute run (2,583 iterations) stepped
     positions = hours.num_iterations * hours.selfplay_batch_size * hours.selfplay_steps
     steps = positions * hours.train_ratio / hours.batch_size
-    assert steps == 160_000 and hours.lr_boundaries == (120_000,)
+    assert steps == 83_200 and hours.lr_boundaries == (58_800,) and hours.lr_boundaries[0] / 32 == 1837.5
     # measured on connect_four only: elsewhere a clear error naming the game, not a silently unmeasured schedule
     with pytest.raises(ConfigError, match="'go_9x9'"):
         preset("go_9x9", "hours")

@@ -153,19 +153,20 @@ HOURS_GAMES = ("connect_four",)
 
 
 def _hours(game: str) -> Config:
-    """The `small` preset's recipe for a budget of about 3 hours on 2 CPU cores (issue 29's compute-scaling study,
-    experiments/strength/README.md §12). Not in the papers. The 3 × 32 network: at 75 minutes on one core it was ahead
-    of 4 × 64 at every minute (§11: search share 0.933 against 0.908). On 2 cores an iteration takes ~1.8 s and the
-    evaluation every 100 iterations (the solver set, 200 games against random and 200 against rollout MCTS-100) ~36
-    s, so 5,000 iterations are about 3 hours; the rate drops ×0.1 at 75% of the 160,000 steps, so the run ends on its
-    low rate, as §11's budget-scaled runs do."""
+    """The `small` preset's recipe for a budget of about 90 minutes of 2 fast CPU cores (issue 29's compute-scaling
+    study, experiments/strength/README.md §12 and §14). Not in the papers. The schedule is the `budget90` run's: 2,600
+    iterations (it finished 2,583 in 90 minutes), the rate ×0.1 at step 58,800 of 83,200 (iteration 1,838). It ended
+    where the former 5,000-iteration schedule (the step at 3,750) ended, raw 0.942 / search 0.963 against 0.942 /
+    0.958, in 40% of its time; the 3 × 32 network: at this compute 4 × 48 ended below it (§14), as 4 × 64 did at 75
+    minutes of one core (§11). The evaluation every 100 iterations (the solver set, 200 games against random and 200
+    against rollout MCTS-100) adds ~36 s each on the VM it was measured on."""
     if game not in HOURS_GAMES:
         raise ConfigError(
             f"the 'hours' preset is measured for {', '.join(HOURS_GAMES)} only, not {game!r}; use --preset small "
             "with --set num_iterations=N and lr_boundaries=M"
         )
     return dataclasses.replace(
-        _small(game), num_iterations=5000, lr_boundaries=(120_000,), eval_every=100, eval_games=200
+        _small(game), num_iterations=2600, lr_boundaries=(58_800,), eval_every=100, eval_games=200
     )
 
 

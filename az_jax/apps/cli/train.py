@@ -16,7 +16,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--preset",
         default="small",
-        help="small (laptop CPU / one GPU), hours (connect_four: small's recipe for ~3 hours of 2 CPU cores), "
+        help="small (laptop CPU / one GPU), hours (connect_four: small's recipe for ~90 minutes of 2 fast CPU cores), "
         "paper (AlphaZero, full scale), alphago_zero (AlphaGo Zero, full scale) or small_agz (small with the AlphaGo "
         "Zero switches)",
     )
