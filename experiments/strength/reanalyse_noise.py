@@ -22,6 +22,7 @@ from az_jax.core import replay as replay_lib
 from az_jax.core import selfplay as selfplay_lib
 from az_jax.core.devices import make_mesh
 from az_jax.runtime import checkpoint as ckpt
+from az_jax.runtime.files import append_jsonl
 from az_jax.runtime.trainer import Trainer
 
 
@@ -67,8 +68,7 @@ def main(argv=None) -> int:
     }
     print(json.dumps(out))
     if args.jsonl:
-        with open(args.jsonl, "a") as f:
-            f.write(json.dumps(out) + "\n")
+        append_jsonl(args.jsonl, out)
     return 0
 
 
