@@ -55,3 +55,29 @@ def final_targets(state, komi: float = KOMI) -> tuple[jax.Array, jax.Array]:
     margin = owner.sum() - komi  # Black's area − White's area − komi
     sign = 1.0 - 2.0 * state._player_order.astype(jnp.float32)  # [2]: +1 for the player with Black
     return sign[:, None] * owner[None, :], sign * margin
+
+
+def mover_margin(state, komi: float = KOMI) -> jax.Array:
+    """One pgx Go state (unbatched) -> [] float32: the player to move's area margin (komi counted) were the game to end
+    in this position, as two passes would end it. pgx's `color` is 0 when Black is to move."""
+    margin = black_ownership(state._x.board).sum().astype(jnp.float32) - komi  # Black's view
+    return jnp.where(state._x.color == 0, margin, -margin)
+
+
+def opponent_passed(state) -> jax.Array:
+    """One pgx Go state (unbatched) -> [] bool: the last move was a pass, so a pass now ends the game."""
+    return state._x.consecutive_pass_count == 1
+
+
+def checked_pass(state, choice: jax.Array, best_other: jax.Array) -> jax.Array:
+    """Greedy play's move after the rules' own verdict on passing (not in the papers): the search's `choice` [] unless
+    a pass decides the game on the spot. After the opponent's pass, passing ends the game, so the mover passes when
+    the area count is already its win. A pass by the mover lets the opponent end the game by passing back, so the
+    mover does not pass while the count is its loss and it has another move (`best_other` [], the search's best move
+    other than pass, or pass where there is none). Against an opponent that passes with stones left in the mover's
+    area (GNU Go does, expecting them to be called dead), a network that misjudges their life passes back and loses
+    by the rules' count a game that it leads."""
+    pass_action = state.legal_action_mask.shape[-1] - 1
+    margin = mover_margin(state)
+    choice = jnp.where(opponent_passed(state) & (margin > 0), pass_action, choice)
+    return jnp.where((choice == pass_action) & (margin < 0), best_other, choice)

@@ -50,6 +50,10 @@ class GameSpec:
     # legal position, each promotion piece a move of its own as in pgx's actions); shogi: 593 (likewise). None: no
     # useful bound (Go's legal moves can fill its action space).
     max_legal_actions: int | None = None
+    # Greedy play's check of a pass against the rules' count (Config.pass_check): one unbatched state, the search's
+    # move [] and its best move other than pass [] -> the move to play. None: passing never ends the game early (only
+    # Go's two passes do: envs/go_scoring.py).
+    checked_pass: Callable | None = None
 
     def make(self) -> pgx.Env:
         return pgx.make(self.name)
@@ -126,6 +130,7 @@ GAMES: dict[str, GameSpec] = {
             temperature_moves=15,
             symmetries=D8,
             final_targets=go_scoring.final_targets,
+            checked_pass=go_scoring.checked_pass,
         ),
         GameSpec(
             "go_19x19",
@@ -136,6 +141,7 @@ GAMES: dict[str, GameSpec] = {
             temperature_moves=30,
             symmetries=D8,
             final_targets=go_scoring.final_targets,
+            checked_pass=go_scoring.checked_pass,
         ),
         GameSpec(
             "chess",

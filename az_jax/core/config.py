@@ -66,6 +66,13 @@ class Config:
     # Gumbel noise), where PUCT plays the most visited: at a few dozen simulations a win the search has found can still
     # have fewer visits than the prior's favourite
     eval_search: str = ""
+    # Go, greedy play outside self-play (evaluation, gating, Agent.act, the engines): a pass is checked against the
+    # rules' area count, which is the result if the game ends now (envs/go_scoring.py, `checked_pass`): pass after the
+    # opponent's pass when the count is a win, never pass while it is a loss and another move exists. NOT IN THE
+    # PAPERS: their opponents were scored by humans or by their own rules' dead-stone removal; under Tromp-Taylor an
+    # opponent that passes with dead stones in our area (GNU Go) wins the count unless they are captured. No effect on
+    # self-play or on other games
+    pass_check: bool = True
     # AlphaGo Zero: each network evaluation in the search (root and leaves) sees its position under a random symmetry of
     # the game (envs/symmetries.py)
     search_symmetries: bool = False

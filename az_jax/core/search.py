@@ -18,6 +18,7 @@ import pgx
 
 from az_jax.core import backup
 from envs import symmetries as symmetries_lib
+from envs.registry import get_game
 
 if TYPE_CHECKING:
     from az_jax.core.config import Config
@@ -44,6 +45,7 @@ class SearchConfig:
     gumbel_scale: float = 1.0  # Gumbel: 0 searches without Gumbel noise
     symmetry_game: str | None = None  # evaluations see a random symmetry of this game (AlphaGo Zero); None: off
     forced_playouts_k: float = 0.0  # PUCT: forced playouts and policy target pruning (KataGo §3.2); 0: off
+    pass_check_game: str | None = None  # greedy play: passes checked by this game's count (Config.pass_check)
 
     @classmethod
     def for_selfplay(cls, config: "Config") -> "SearchConfig":
@@ -71,6 +73,7 @@ class SearchConfig:
             dirichlet_fraction=0.0,
             gumbel_scale=0.0,
             forced_playouts_k=0.0,
+            pass_check_game=config.game if config.pass_check and get_game(config.game).checked_pass else None,
         )
 
 
@@ -382,4 +385,12 @@ def greedy_search(
     """Greedy play (AlphaZero, Methods: evaluation plays the most visited move, no noise): searches states [B, ...]
     with `search` (made by `SearchConfig.for_play`); returns (actions [B], the search's output). The key is consumed."""
     out = run_search(apply_fn, env, variables, rng_key, states, search)
-    return greedy_action(out, states.legal_action_mask), out
+    legal = states.legal_action_mask
+    actions = greedy_action(out, legal)
+    if search.pass_check_game is not None:  # Go: the pass the rules' count decides (envs/go_scoring.py)
+        no_pass = legal.at[:, -1].set(False)
+        best_other = jnp.where(no_pass.any(axis=-1), greedy_action(out, no_pass), actions)
+        checked_pass = get_game(search.pass_check_game).checked_pass
+        assert checked_pass is not None  # for_play sets pass_check_game only for a game that has one
+        actions = jax.vmap(checked_pass)(states, actions, best_other)
+    return actions, out

@@ -46,7 +46,11 @@ strict alternation, the game over after two passes or 2·N² plies):
   until the move's share of the clock (az_jax.frontends.clock.move_budget) is spent or the tree holds `simulations`
   visits when that was given, or is full. It answers `resign` when both the root's search value and the chosen
   move's value for the side to move are below `resign_threshold` (AlphaGo Zero's rule, az_jax/core/resign.py; -1 never
-  resigns) and `pass` when the most visited move is pass. reg_genmove searches the same way but plays nothing.
+  resigns) and `pass` when the most visited move is pass. An AlphaZero agent's pass is then checked against that
+  Tromp-Taylor count, the result if the game ends now (`Config.pass_check`, on by default; envs/go_scoring.py,
+  `checked_pass`): after the opponent's pass it passes when the count is its win, and it does not pass while the count
+  is its loss and it has another move (then the most visited other move). reg_genmove searches the same way but plays
+  nothing.
 * analysis: `lz-analyze [colour] [interval] [interval N] [maxmoves N] [minmoves N]` and `kata-analyze ...` answer
   `=` at once, then every `interval` centiseconds (default 100) one line `info move D4 visits 123 winrate 5432
   prior 1234 order 0 pv D4 Q16 info move ...` of the visited moves, most visited first (lz-analyze: winrate and prior

@@ -11,14 +11,17 @@ import re
 import time
 from collections.abc import Callable
 
+import jax
 import pgx
 
 from az_jax.frontends import gtp_protocol as protocol
 from az_jax.frontends.clock import move_budget
 from az_jax.frontends.gtp_game import GoGame
 from az_jax.frontends.tree_search import MoveInfo, TreeSearch, think
+from envs import go_scoring
 from envs.notation import go
 
+_CHECKED_PASS = jax.jit(go_scoring.checked_pass)
 DEFAULT_INTERVAL_CS = 100  # analysis output interval when the controller gives none (centiseconds)
 MAX_PV = 40  # moves of a principal variation an analysis line shows
 
@@ -99,6 +102,11 @@ class GoSearch(GoGame):
             best_q = 2.0 * moves[0].winrate - 1.0
             if max(ts.value, best_q) < self.resign_threshold:
                 return go.RESIGN, None, None
+        if getattr(self.agent.config, "pass_check", False) and moves:  # the count decides a pass (Config.pass_check)
+            others = [m.action for m in moves if m.action != self.size * self.size]
+            best_other = others[0] if others else moves[0].action
+            checked = int(_CHECKED_PASS(ts.state, moves[0].action, best_other))
+            moves = sorted(moves, key=lambda m: m.action != checked)  # stable: the checked move first
         for move in moves:  # the most visited move that is not a superko repetition (pass never is)
             states = self._try(colour, move.action)
             if states is not None:

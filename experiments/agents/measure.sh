@@ -11,7 +11,8 @@
 #                 search, and 100 games against rollout MCTS-1000 (experiments/strength/solver_benchmark.py); the file
 #                 is checkpoint 366 of an H100 run (experiments/accelerators/results/gpu/README.md §6), its last line
 #                 in the results the one README quotes (the lines before it are of the agent it replaced);
-#   go_9x9:       40 games against GNU Go levels 1 and 5, colours alternating, Tromp-Taylor scoring (`az-jax eval`).
+#   go_9x9:       40 games against GNU Go levels 1 and 5, colours alternating, Tromp-Taylor scoring (`az-jax eval`;
+#                 the last two lines with the agent's passes checked by the count, `pass_check`, the two before without).
 #                 (Its committed lines were made by the same command on the same file before it shipped, as
 #                 runs/gpu/go_9x9_gpu_341.azagent: experiments/accelerators/results/gpu/README.md §5.)
 set -eu

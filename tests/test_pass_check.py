@@ -1,0 +1,96 @@
+"""Greedy play's pass checked against Go's area count (Config.pass_check; envs/go_scoring.py, `checked_pass`): the
+mover's margin and the opponent's pass on positions reached by real pgx moves, the rule's three cases, and the rule in
+`search.greedy_search` with a network that always wants to pass.
+
+Counts by hand (9×9, komi 7.5 for White; an empty point belongs to a colour when every empty path from it reaches
+that colour's stones only):
+  * Black E5 (point 40), White passes: every empty point reaches Black only, so Black's area is 81 and Black, to move,
+    leads by 81 − 7.5 = +73.5.
+  * Black E5, White A9 (point 0): every empty point reaches both colours, so the areas are the stones, 1 and 1: Black,
+    to move, trails by 1 − 1 − 7.5 = −7.5.
+  * then Black J1 (point 80): areas 2 and 1, Black's margin 2 − 1 − 7.5 = −6.5, so White, to move, leads by +6.5.
+  * or then Black passes: White, to move, leads by +7.5, and a pass ends the game.
+"""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from az_jax.core import config as config_lib
+from az_jax.core import search as search_lib
+from envs import go_scoring
+
+pytestmark = pytest.mark.usefixtures("fast_compiles")  # tiny programs: XLA's optimisation passes off (conftest.py)
+
+ENV = envs.make_env("go_9x9")[0]
+PASS = 81
+
+
+def play(*actions: int):
+    """The pgx state after `actions` from the empty board (unbatched)."""
+    state = ENV.init(jax.random.key(0))
+    for action in actions:
+        state = ENV.step(state, jnp.int32(action))
+    assert not bool(state.terminated)
+    return state
+
+
+LEADS_AFTER_PASS = play(40, PASS)  # Black to move, +73.5, the opponent passed
+TRAILS = play(40, 0)  # Black to move, −7.5
+LEADS = play(40, 0, 80)  # White to move, +6.5
+LEADS_AFTER_PASS_WHITE = play(40, 0, PASS)  # White to move, +7.5, the opponent passed
+
+
+def test_mover_margin_and_opponent_passed_by_hand():
+    margins = [float(go_scoring.mover_margin(s)) for s in (LEADS_AFTER_PASS, TRAILS, LEADS, LEADS_AFTER_PASS_WHITE)]
+    assert margins == [73.5, -7.5, 6.5, 7.5]
+    passed = [bool(go_scoring.opponent_passed(s)) for s in (LEADS_AFTER_PASS, TRAILS, LEADS, LEADS_AFTER_PASS_WHITE)]
+    assert passed == [True, False, False, True]
+
+
+@pytest.mark.parametrize(
+    "state, choice, best_other, expected",
+    [
+        (LEADS_AFTER_PASS, 20, 20, PASS),  # the opponent passed and the count is a win: pass ends it, won
+        (LEADS_AFTER_PASS_WHITE, 5, 5, PASS),  # the same for White (the margin's sign follows the colour to move)
+        (TRAILS, PASS, 10, 10),  # a pass would let the opponent win by passing back: the best other move instead
+        (TRAILS, PASS, PASS, PASS),  # ... unless there is none
+        (TRAILS, 20, 10, 20),  # not a pass: the search's move stands
+        (LEADS, PASS, 3, PASS),  # a pass while the count is a win stands
+        (LEADS, 3, 4, 3),  # and a move too (no opponent's pass before it)
+    ],
+)
+def test_checked_pass_cases(state, choice, best_other, expected):
+    assert int(go_scoring.checked_pass(state, jnp.int32(choice), jnp.int32(best_other))) == expected
+
+
+def _wants_to_pass(variables, observation):
+    """A network whose prior is all on pass and whose value is 0 everywhere: greedy search then plays pass."""
+    batch = observation.shape[0]
+    logits = jnp.full((batch, PASS + 1), -20.0).at[:, PASS].set(20.0)
+    return logits, jnp.zeros((batch,))
+
+
+@pytest.mark.parametrize("algorithm", ["gumbel", "puct"])
+def test_greedy_search_checks_the_pass(algorithm):
+    states = jax.tree.map(lambda *xs: jnp.stack(xs), TRAILS, LEADS)  # [2]: Black trails, White leads
+    config = config_lib.Config(game="go_9x9", search=algorithm, num_simulations=8)
+
+    def act(pass_check: bool):
+        search = search_lib.SearchConfig.for_play(dataclasses.replace(config, pass_check=pass_check), 8)
+        actions, out = search_lib.greedy_search(_wants_to_pass, ENV, {}, jax.random.key(1), states, search)
+        return np.asarray(actions), out
+
+    unchecked, _ = act(False)
+    assert unchecked.tolist() == [PASS, PASS]  # the network's choice
+    checked, out = act(True)
+    assert checked[1] == PASS  # White leads by the count: its pass stands
+    # Black trails: the most visited legal move other than pass (the prior gives all others the same tiny share)
+    visits = np.asarray(search_lib.visit_counts(out))[0]
+    legal = np.asarray(TRAILS.legal_action_mask)
+    assert checked[0] != PASS and legal[checked[0]]
+    assert visits[checked[0]] == visits[:PASS][legal[:PASS]].max()
