@@ -20,7 +20,7 @@ from typing import Literal
 
 import pgx
 
-from envs import go_scoring
+from envs import go_eyes, go_scoring
 
 CapRule = Literal["draw", "scored", "none"]
 
@@ -54,6 +54,8 @@ class GameSpec:
     # move [] and its best move other than pass [] -> the move to play. None: passing never ends the game early (only
     # Go's two passes do: envs/go_scoring.py).
     checked_pass: Callable | None = None
+    # The mover's own eyes (Config.eye_rule): one unbatched state -> [A] bool. None: the game has no eyes (Go only).
+    own_eyes: Callable | None = None
 
     def make(self) -> pgx.Env:
         return pgx.make(self.name)
@@ -131,6 +133,7 @@ GAMES: dict[str, GameSpec] = {
             symmetries=D8,
             final_targets=go_scoring.final_targets,
             checked_pass=go_scoring.checked_pass,
+            own_eyes=go_eyes.own_eyes,
         ),
         GameSpec(
             "go_19x19",
@@ -142,6 +145,7 @@ GAMES: dict[str, GameSpec] = {
             symmetries=D8,
             final_targets=go_scoring.final_targets,
             checked_pass=go_scoring.checked_pass,
+            own_eyes=go_eyes.own_eyes,
         ),
         GameSpec(
             "chess",

@@ -46,6 +46,7 @@ class SearchConfig:
     symmetry_game: str | None = None  # evaluations see a random symmetry of this game (AlphaGo Zero); None: off
     forced_playouts_k: float = 0.0  # PUCT: forced playouts and policy target pruning (KataGo §3.2); 0: off
     pass_check_game: str | None = None  # greedy play: passes checked by this game's count (Config.pass_check)
+    eye_rule_game: str | None = None  # the mover's own eyes are not searched or played (Config.eye_rule); None: off
 
     @classmethod
     def for_selfplay(cls, config: "Config") -> "SearchConfig":
@@ -60,6 +61,7 @@ class SearchConfig:
             max_num_considered_actions=config.max_num_considered_actions,
             symmetry_game=config.game if config.search_symmetries else None,
             forced_playouts_k=config.forced_playouts_k,
+            eye_rule_game=config.game if config.eye_rule == "always" else None,
         )
 
     @classmethod
@@ -74,6 +76,7 @@ class SearchConfig:
             gumbel_scale=0.0,
             forced_playouts_k=0.0,
             pass_check_game=config.game if config.pass_check and get_game(config.game).checked_pass else None,
+            eye_rule_game=config.game if config.eye_rule != "off" else None,
         )
 
 
@@ -105,11 +108,24 @@ def predict(
     return symmetries_lib.inverse_policy(symmetry_game, sym, logits), value
 
 
-def make_recurrent_fn(env: pgx.Env, apply_fn: ApplyFn, symmetry_game: str | None = None) -> mctx.RecurrentFn:
+def allowed_moves(states: pgx.State, eye_rule_game: str | None = None) -> jax.Array:
+    """The moves a search may try and play in states [B, ...]: [B, A] bool, the legal ones less the mover's own eyes
+    where `eye_rule_game` is set (Config.eye_rule; envs/go_eyes.py)."""
+    legal = states.legal_action_mask
+    if eye_rule_game is None:
+        return legal
+    own_eyes = get_game(eye_rule_game).own_eyes
+    assert own_eyes is not None  # Config validation allows the rule only for a game that has eyes
+    return legal & ~jax.vmap(own_eyes)(states)
+
+
+def make_recurrent_fn(
+    env: pgx.Env, apply_fn: ApplyFn, symmetry_game: str | None = None, eye_rule_game: str | None = None
+) -> mctx.RecurrentFn:
     """`recurrent_fn` that steps the real pgx env; the embedding is the batched pgx state [B, ...].
 
     The games are deterministic: mctx's per-simulation key is used only for the random symmetries of
-    `symmetry_game` (see `predict`)."""
+    `symmetry_game` (see `predict`). The priors are masked to `allowed_moves`."""
 
     def recurrent_fn(variables, rng_key, action, state):
         mover = state.current_player  # [B]
@@ -120,7 +136,7 @@ def make_recurrent_fn(env: pgx.Env, apply_fn: ApplyFn, symmetry_game: str | None
         output = mctx.RecurrentFnOutput(
             reward=state.rewards[batch, mover],  # [B] for the player who just moved
             discount=jnp.where(over, 0.0, -1.0),  # [B] zero-sum alternation; 0 at the end
-            prior_logits=mask_logits(logits, state.legal_action_mask),  # [B, A]
+            prior_logits=mask_logits(logits, allowed_moves(state, eye_rule_game)),  # [B, A]
             value=jnp.where(over, 0.0, value),  # [B] nothing beyond a terminal state
         )
         return output, state
@@ -152,9 +168,10 @@ def run_search(
     if symmetry_game is not None:
         rng_key, root_key = jax.random.split(rng_key)
     logits, value = predict(apply_fn, variables, state.observation, root_key, symmetry_game)
-    root = mctx.RootFnOutput(prior_logits=mask_logits(logits, state.legal_action_mask), value=value, embedding=state)
-    recurrent_fn = make_recurrent_fn(env, apply_fn, symmetry_game)
-    return method(search.algorithm).run(variables, rng_key, root, recurrent_fn, ~state.legal_action_mask, search)
+    allowed = allowed_moves(state, search.eye_rule_game)
+    root = mctx.RootFnOutput(prior_logits=mask_logits(logits, allowed), value=value, embedding=state)
+    recurrent_fn = make_recurrent_fn(env, apply_fn, symmetry_game, search.eye_rule_game)
+    return method(search.algorithm).run(variables, rng_key, root, recurrent_fn, ~allowed, search)
 
 
 # --- search methods ---------------------------------------------------------------------------------------------------
@@ -385,7 +402,7 @@ def greedy_search(
     """Greedy play (AlphaZero, Methods: evaluation plays the most visited move, no noise): searches states [B, ...]
     with `search` (made by `SearchConfig.for_play`); returns (actions [B], the search's output). The key is consumed."""
     out = run_search(apply_fn, env, variables, rng_key, states, search)
-    legal = states.legal_action_mask
+    legal = allowed_moves(states, search.eye_rule_game)
     actions = greedy_action(out, legal)
     if search.pass_check_game is not None:  # Go: the pass the rules' count decides (envs/go_scoring.py)
         no_pass = legal.at[:, -1].set(False)

@@ -108,7 +108,7 @@ def search_in_chunks(
 
     def one(key, group):
         out = search_lib.run_search(apply_fn, env, variables, key, group, search)
-        legal = group.legal_action_mask
+        legal = search_lib.allowed_moves(group, search.eye_rule_game)
         greedy = search_lib.greedy_action(out, legal)
         value = out.search_tree.summary().value
         return out.action, out.action_weights, greedy, value, resign_lib.resign_value(out, legal)

@@ -21,6 +21,7 @@ class ConfigError(ValueError):
 
 # Every int key sizes an array, counts iterations or steps (int32 on device), or seeds a key: all fit in int32.
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+EYE_RULES = ("off", "play", "always")  # Config.eye_rule
 _INTEGERS = f"an integer in [{INT_MIN}, {INT_MAX}]"
 
 
@@ -97,6 +98,10 @@ def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -
     if config.full_search_fraction < 1.0 and config.resign:
         raise ConfigError("full_search_fraction < 1 (playout cap randomization) does not combine with resign")
     _check_aux_targets(config)
+    if config.eye_rule not in EYE_RULES:
+        raise ConfigError(f"eye_rule must be one of {', '.join(EYE_RULES)}, got {config.eye_rule!r}")
+    if config.eye_rule != "off" and get_game(config.game).own_eyes is None:
+        raise ConfigError(f"eye_rule={config.eye_rule} is for Go; {config.game} has no eyes")
     if not 0.0 <= config.dirichlet_fraction <= 1.0:
         raise ConfigError(f"dirichlet_fraction must be in [0, 1], got {config.dirichlet_fraction}")
     if config.temperature_moves < -1:

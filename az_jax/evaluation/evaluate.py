@@ -3,6 +3,7 @@ games are written to RUN_DIR/eval/games/<match>/ (SGF for Go, PGN for chess, JSO
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import re
@@ -10,7 +11,10 @@ import time
 
 import jax
 
-from az_jax.core.config import get_game_or_error
+from az_jax.core import overrides as overrides_lib
+from az_jax.core import search as search_lib
+from az_jax.core import validation
+from az_jax.core.config import ConfigError, get_game_or_error
 from az_jax.engines import EngineError
 from az_jax.evaluation import match as match_lib
 from az_jax.evaluation import players as players_lib
@@ -45,6 +49,25 @@ def write_games(directory: str, game: str, a: str, b: str, games: list[match_lib
     return len(games)
 
 
+# The config keys of greedy play alone, which a match may set for the agent (`az-jax eval --set`): none changes the
+# network or what its checkpoint holds
+PLAY_KEYS = ("eval_search", "pass_check", "eye_rule")
+
+
+def with_play_settings(agent, play: tuple[str, ...]):
+    """The agent with KEY=VALUE settings of `PLAY_KEYS` applied to its config, validated; ConfigError on another key
+    or a bad value."""
+    keys = [a.split("=", 1)[0].strip() for a in play]
+    other = [k for k in keys if k not in PLAY_KEYS]
+    if other:
+        raise ConfigError(f"--set takes the keys of greedy play only ({', '.join(PLAY_KEYS)}), not {other[0]!r}")
+    if not play:
+        return agent
+    config = overrides_lib.override(agent.config, list(play))
+    validation.check(config, 1, tuple(search_lib.METHODS))
+    return dataclasses.replace(agent, config=config)
+
+
 def evaluate(
     run_dir: str | None,
     opponent: str,
@@ -60,22 +83,26 @@ def evaluate(
     game: str | None = None,
     out_dir: str | None = None,
     weights: str = "best",
+    play: tuple[str, ...] = (),
     log=print,
 ) -> match_lib.MatchSummary:
     """Plays the run's agent (or, with `player` and `game`, any player spec) against `opponent`; appends the summary
     to the results file (RUN_DIR/eval/results.jsonl, or OUT_DIR/results.jsonl for a spec player). An engine failure
-    is appended too (with its error) and then re-raised."""
+    is appended too (with its error) and then re-raised. `play`: KEY=VALUE settings of the agent's greedy play
+    (`PLAY_KEYS`) that replace its run's for this match."""
     if player is not None:
         if run_dir is not None or game is None:
             raise players_lib.PlayerSpecError("give either --run-dir, or --player with --game")
         get_game_or_error(game)  # an unknown game is a ConfigError (one-line CLI error)
+        if play:
+            raise ConfigError("--set changes an agent's greedy play: give --run-dir (a run or an agent), not --player")
         agent_player = players_lib.make_player(player, game)
         run_dir = out_dir or os.path.join("runs", "eval")
         results_file = os.path.join(run_dir, "results.jsonl")
         games_root = os.path.join(run_dir, "games")
     else:
         assert run_dir is not None  # the CLI requires --run-dir or --player
-        agent = load_agent(run_dir, step=step, weights=weights)
+        agent = with_play_settings(load_agent(run_dir, step=step, weights=weights), play)
         game = agent.config.game
         label = os.path.basename(os.path.abspath(run_dir))
         if agent_file.is_agent_file(resolve(run_dir)):  # an agent file (or a shipped agent's name): no run dir

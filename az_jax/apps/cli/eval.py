@@ -54,6 +54,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=seed, default=0)
     parser.add_argument("--no-games", action="store_true", help="do not write the game records")
     parser.add_argument("--verbose", action="store_true", help="a line per finished game (engine matches)")
+    parser.add_argument(
+        "--set",
+        dest="play",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting of the agent's greedy play for this match (eval_search, pass_check, eye_rule); repeatable",
+    )
     add_weights(parser)
     return parser
 
@@ -80,6 +88,7 @@ def run(args) -> int:
         game=args.game,
         out_dir=args.out_dir,
         weights=args.weights,
+        play=tuple(args.play),
         log=log,
     )
     print(summary.line())

@@ -1,6 +1,8 @@
-"""Greedy play's pass checked against Go's area count (Config.pass_check; envs/go_scoring.py, `checked_pass`): the
-mover's margin and the opponent's pass on positions reached by real pgx moves, the rule's three cases, and the rule in
-`search.greedy_search` with a network that always wants to pass.
+"""Go's rules in greedy play. The pass checked against the area count (Config.pass_check; envs/go_scoring.py,
+`checked_pass`): the mover's margin and the opponent's pass on positions reached by real pgx moves, the rule's cases,
+and the rule in `search.greedy_search` with a network that always wants to pass. The mover's own eyes (Config.eye_rule;
+envs/go_eyes.py) on hand-made corners and centres, kept out of the search of a network that wants to fill one, the
+rule's validation and `az-jax eval --set`.
 
 Counts by hand (9×9, komi 7.5 for White; an empty point belongs to a colour when every empty path from it reaches
 that colour's stones only):
@@ -94,3 +96,62 @@ def test_greedy_search_checks_the_pass(algorithm):
     legal = np.asarray(TRAILS.legal_action_mask)
     assert checked[0] != PASS and legal[checked[0]]
     assert visits[checked[0]] == visits[:PASS][legal[:PASS]].max()
+
+
+# --- the mover's own eyes (Config.eye_rule; envs/go_eyes.py) ----------------------------------------------------------
+# Points: row r, column c is r·9 + c. The corner point 0 has orthogonal neighbours 1 and 9 and one diagonal, 10; the
+# centre 40 has 31, 39, 41, 49 and the diagonals 30, 32, 48, 50.
+CORNER_EYE = play(1, 40, 9, 41)  # Black to move; 10 empty: an eye
+CORNER_FALSE = play(1, 10, 9, 41)  # White's stone on the corner's one diagonal: a false eye
+CENTRE_EYE = play(31, 0, 49, 8, 39, 72, 41, 30)  # Black to move; one White diagonal (30) inside the board: an eye
+CENTRE_FALSE = play(31, 0, 49, 8, 39, 72, 41, 30, 80, 32)  # a second White diagonal (32): not an eye
+
+
+def test_own_eyes_by_hand():
+    from envs import go_eyes
+
+    def eyes(state):
+        return np.flatnonzero(np.asarray(go_eyes.own_eyes(state))).tolist()
+
+    assert eyes(CORNER_EYE) == [0]
+    assert eyes(CORNER_FALSE) == []
+    assert eyes(CENTRE_EYE) == [40]
+    assert eyes(CENTRE_FALSE) == []
+    assert eyes(ENV.step(CORNER_EYE, jnp.int32(80))) == []  # White to move: Black's eye is not White's
+
+
+def _wants_point_0(variables, observation):
+    """A network whose prior is all on point 0 and whose value is 0 everywhere."""
+    batch = observation.shape[0]
+    return jnp.full((batch, PASS + 1), -20.0).at[:, 0].set(20.0), jnp.zeros((batch,))
+
+
+@pytest.mark.parametrize("rule", ["off", "play"])
+def test_greedy_search_does_not_fill_an_eye(rule):
+    states = jax.tree.map(lambda x: x[None], CORNER_EYE)  # [1]
+    config = config_lib.Config(game="go_9x9", search="gumbel", num_simulations=8, eye_rule=rule)
+    search = search_lib.SearchConfig.for_play(config, 8)
+    actions, out = search_lib.greedy_search(_wants_point_0, ENV, {}, jax.random.key(1), states, search)
+    visits = np.asarray(search_lib.visit_counts(out))[0]
+    if rule == "off":
+        assert int(actions[0]) == 0  # the network's choice: its own eye
+    else:
+        assert int(actions[0]) != 0 and visits[0] == 0  # neither played nor searched
+    assert search_lib.SearchConfig.for_selfplay(config).eye_rule_game is None  # "play": self-play untouched
+    always = dataclasses.replace(config, eye_rule="always")
+    assert search_lib.SearchConfig.for_selfplay(always).eye_rule_game == "go_9x9"
+
+
+def test_eye_rule_and_eval_set_errors():
+    from az_jax.core.validation import ConfigError
+    from az_jax.evaluation.evaluate import with_play_settings
+    from az_jax.runtime.agent import load_agent
+
+    with pytest.raises(ConfigError, match="connect_four has no eyes"):
+        config_lib.Config(game="connect_four", eye_rule="play").validate(1)
+    with pytest.raises(ConfigError, match="eye_rule must be one of off, play, always"):
+        config_lib.Config(game="go_9x9", eye_rule="sometimes").validate(1)
+    agent = load_agent("tic_tac_toe")  # a shipped agent: no run needed
+    with pytest.raises(ConfigError, match="greedy play only .* not 'num_channels'"):
+        with_play_settings(agent, ("num_channels=8",))
+    assert with_play_settings(agent, ("pass_check=false",)).config.pass_check is False
