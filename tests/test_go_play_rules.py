@@ -15,6 +15,7 @@ that colour's stones only):
 """
 
 import dataclasses
+import json
 
 import jax
 import jax.numpy as jnp
@@ -142,9 +143,9 @@ def test_greedy_search_does_not_fill_an_eye(rule):
     assert search_lib.SearchConfig.for_selfplay(always).eye_rule_game == "go_9x9"
 
 
-def test_eye_rule_and_eval_set_errors():
+def test_eye_rule_and_eval_set_errors(tmp_path):
     from az_jax.core.validation import ConfigError
-    from az_jax.evaluation.evaluate import with_play_settings
+    from az_jax.evaluation.evaluate import evaluate, with_play_settings
     from az_jax.runtime.agent import load_agent
 
     with pytest.raises(ConfigError, match="connect_four has no eyes"):
@@ -155,3 +156,7 @@ def test_eye_rule_and_eval_set_errors():
     with pytest.raises(ConfigError, match="greedy play only .* not 'num_channels'"):
         with_play_settings(agent, ("num_channels=8",))
     assert with_play_settings(agent, ("pass_check=false",)).config.pass_check is False
+    # a match's own settings are in its results line
+    evaluate("tic_tac_toe", "random", games=2, play=("pass_check=false",), out_dir=str(tmp_path), log=lambda m: None)
+    line = json.loads((tmp_path / "eval" / "results.jsonl").read_text().splitlines()[-1])
+    assert line["play"] == ["pass_check=false"] and line["games"] == 2

@@ -142,6 +142,8 @@ def evaluate(
         "opponent_spec": opponent,
         **match_lib.engine_score_agreement(played),
     }
+    if play:  # the match's own settings of greedy play, so its line is not read as the run's defaults
+        extra["play"] = list(play)
     if error is not None:
         extra["error"] = str(error)
     if save_games and played:
