@@ -29,8 +29,9 @@ def own_eyes(state) -> jax.Array:
     orthogonal = [(-1, 0), (1, 0), (0, -1), (0, 1)]
     diagonal = [(-1, -1), (-1, 1), (1, -1), (1, 1)]
     surrounded = jnp.all(jnp.stack([_shift(own, dr, dc, True) for dr, dc in orthogonal]), axis=0)  # edge counts as own
-    off_board = sum(_shift(jnp.zeros((n, n), bool), dr, dc, True).astype(jnp.int32) for dr, dc in diagonal)
     bad_diagonals = sum(_shift(opponent, dr, dc, False).astype(jnp.int32) for dr, dc in diagonal)
-    allowed = jnp.where(off_board > 0, 0, 1)  # the edge and the corner: no opponent diagonal; inside: one
+    line = jnp.arange(n)
+    edge = ((line == 0) | (line == n - 1))[:, None] | ((line == 0) | (line == n - 1))[None, :]  # [n, n]
+    allowed = jnp.where(edge, 0, 1)  # the edge and the corner: no opponent diagonal; inside: one
     eyes = (board == 0) & surrounded & (bad_diagonals <= allowed)
     return jnp.concatenate([eyes.reshape(-1), jnp.zeros((state.legal_action_mask.shape[-1] - p,), bool)])

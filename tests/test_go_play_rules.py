@@ -2,7 +2,7 @@
 `checked_pass`): the mover's margin and the opponent's pass on positions reached by real pgx moves, the rule's cases,
 and the rule in `search.greedy_search` with a network that always wants to pass. The mover's own eyes (Config.eye_rule;
 envs/go_eyes.py) on hand-made corners and centres, kept out of the search of a network that wants to fill one, the
-rule's validation and `az-jax eval --set`.
+rule's validation and `az-jax eval --set`. The GTP engine's pass check on its kept tree's choice.
 
 Counts by hand (9×9, komi 7.5 for White; an empty point belongs to a colour when every empty path from it reaches
 that colour's stones only):
@@ -160,3 +160,22 @@ def test_eye_rule_and_eval_set_errors(tmp_path):
     evaluate("tic_tac_toe", "random", games=2, play=("pass_check=false",), out_dir=str(tmp_path), log=lambda m: None)
     line = json.loads((tmp_path / "eval" / "results.jsonl").read_text().splitlines()[-1])
     assert line["play"] == ["pass_check=false"] and line["games"] == 2
+
+
+def test_gtp_genmove_passes_after_the_opponents_pass_when_the_count_wins(tmp_path):
+    """The GTP engine's kept tree (az_jax/frontends/gtp_search.py), Config.pass_check on in the run's config: after
+    Black E5 and White's pass, Black's area is the whole board, 81 − 7.5 = +73.5 by the count, so genmove passes and
+    ends the game won, whatever the untrained network would have played."""
+    from az_jax.frontends.gtp_engine import GoEngine
+    from az_jax.runtime.agent import load_agent
+
+    from test_gtp_engine import CAPACITY, SIMULATIONS, new_game, ok, save_tiny_go_run
+
+    agent = load_agent(save_tiny_go_run(tmp_path / "run"))
+    engine = GoEngine(agent, simulations=SIMULATIONS, resign_threshold=-1.0, capacity=CAPACITY)
+    assert engine.agent.config.pass_check
+    new_game(engine)
+    ok(engine, "play b E5")
+    ok(engine, "play w pass")
+    assert ok(engine, "genmove b") == "pass"
+    assert engine._over() and ok(engine, "final_score") == "B+73.5"

@@ -284,18 +284,6 @@ def test_genmove_reg_genmove_tree_reuse_and_resign(engine):
         engine.resign_threshold = -1.0
 
 
-def test_genmove_passes_after_the_opponents_pass_when_the_count_wins(engine):
-    """Config.pass_check (on in the run's config): after Black E5 and White's pass, Black's area is the whole board,
-    81 − 7.5 = +73.5 by the count (envs/go_scoring.py), so genmove passes and ends the game won, whatever the untrained
-    network would have played."""
-    assert engine.agent.config.pass_check
-    new_game(engine)
-    ok(engine, "play b E5")
-    ok(engine, "play w pass")
-    assert ok(engine, "genmove b") == "pass"
-    assert engine._over() and ok(engine, "final_score") == "B+73.5"
-
-
 INFO = re.compile(r"info move (\S+) visits (\d+) winrate (\S+) prior (\S+) order (\d+) pv((?: \S+)+?)(?= info |$)")
 
 

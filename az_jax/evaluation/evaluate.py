@@ -14,7 +14,7 @@ import jax
 from az_jax.core import overrides as overrides_lib
 from az_jax.core import search as search_lib
 from az_jax.core import validation
-from az_jax.core.config import ConfigError, get_game_or_error
+from az_jax.core.config import FIELDS, ConfigError, get_game_or_error
 from az_jax.engines import EngineError
 from az_jax.evaluation import match as match_lib
 from az_jax.evaluation import players as players_lib
@@ -57,13 +57,12 @@ PLAY_KEYS = ("eval_search", "pass_check", "eye_rule")
 def with_play_settings(agent, play: tuple[str, ...]):
     """The agent with KEY=VALUE settings of `PLAY_KEYS` applied to its config, validated; ConfigError on another key
     or a bad value."""
-    keys = [a.split("=", 1)[0].strip() for a in play]
-    other = [k for k in keys if k not in PLAY_KEYS]
-    if other:
-        raise ConfigError(f"--set takes the keys of greedy play only ({', '.join(PLAY_KEYS)}), not {other[0]!r}")
     if not play:
         return agent
-    config = overrides_lib.override(agent.config, list(play))
+    config = overrides_lib.override(agent.config, list(play))  # an unknown key or a bad value: ConfigError
+    other = [k for k in FIELDS if k not in PLAY_KEYS and getattr(config, k) != getattr(agent.config, k)]
+    if other:
+        raise ConfigError(f"--set takes the keys of greedy play only ({', '.join(PLAY_KEYS)}), not {other[0]!r}")
     validation.check(config, 1, tuple(search_lib.METHODS))
     return dataclasses.replace(agent, config=config)
 
