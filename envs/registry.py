@@ -20,7 +20,7 @@ from typing import Literal
 
 import pgx
 
-from envs import go_eyes, go_scoring
+from envs import go_eyes, go_liberties, go_scoring
 
 CapRule = Literal["draw", "scored", "none"]
 
@@ -56,6 +56,9 @@ class GameSpec:
     checked_pass: Callable | None = None
     # The mover's own eyes (Config.eye_rule): one unbatched state -> [A] bool. None: the game has no eyes (Go only).
     own_eyes: Callable | None = None
+    # Extra input planes computed from a batch of observations (Config.liberty_planes): [B, H, W, C] -> [B, H, W, k].
+    # None: the game has none (Go's chains with 1, 2, 3 liberties: envs/go_liberties.py).
+    liberty_planes: Callable | None = None
 
     def make(self) -> pgx.Env:
         return pgx.make(self.name)
@@ -134,6 +137,7 @@ GAMES: dict[str, GameSpec] = {
             final_targets=go_scoring.final_targets,
             checked_pass=go_scoring.checked_pass,
             own_eyes=go_eyes.own_eyes,
+            liberty_planes=go_liberties.liberty_planes,
         ),
         GameSpec(
             "go_19x19",
@@ -146,6 +150,7 @@ GAMES: dict[str, GameSpec] = {
             final_targets=go_scoring.final_targets,
             checked_pass=go_scoring.checked_pass,
             own_eyes=go_eyes.own_eyes,
+            liberty_planes=go_liberties.liberty_planes,
         ),
         GameSpec(
             "chess",

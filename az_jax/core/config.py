@@ -35,6 +35,11 @@ class Config:
     # every k-th residual block pools a third of its channels over the board into per-channel biases (KataGo's global
     # pooling, Wu 2019, §4.1); 0: none (the papers' network)
     global_pooling_every: int = 0
+    # Go: the network's input gains three planes, the stones whose chain has 1, 2 and 3 liberties, computed from the
+    # observation's stones inside the network (envs/go_liberties.py). NOT IN THE AlphaZero PAPERS (stones alone);
+    # KataGo's input features (Wu 2019, Appendix A), as AlphaGo's had liberty planes (Silver et al. 2016, Extended
+    # Data Table 2)
+    liberty_planes: bool = False
     # recompute each residual block's activations in the backward pass instead of keeping them (jax.checkpoint per
     # block): the same gradients, a fraction of the learner's memory (what the paper presets need on a 16 GB TPU chip)
     remat: bool = False

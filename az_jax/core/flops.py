@@ -2,7 +2,7 @@
 
 XLA's cost analysis is no guide here: it counts a loop body once (the iteration is loops of plies, simulations and
 gradient steps), and a GPU backend counts its cuDNN convolutions as 0 FLOPs. So the count is by hand, 2 FLOPs per
-multiply-add, for the network of az_jax/core/networks.py on an [H, W, C_in] observation:
+multiply-add, for the network of az_jax/core/networks.py on an [H, W, C_in] observation (C_in counts the liberty planes, when on):
 
     stem                 2·H·W·9·C_in·C                               conv 3×3
     residual block       2 · 2·H·W·9·C·C                              two convs 3×3
@@ -19,6 +19,7 @@ and the weights').
 """
 
 from az_jax.core.config import Config
+from envs import go_liberties
 
 TRAIN_FORWARDS = 3  # forward + backward (input and weight gradients) per trained sample
 
@@ -26,6 +27,7 @@ TRAIN_FORWARDS = 3  # forward + backward (input and weight gradients) per traine
 def network_forward_flops(config: Config, observation_shape: tuple[int, ...], num_actions: int) -> int:
     """FLOPs of one network evaluation (one position) of `config`'s network."""
     height, width, planes = observation_shape
+    planes += go_liberties.PLANES if config.liberty_planes else 0  # computed inside the network (networks.py)
     points, channels, hidden = height * width, config.num_channels, config.value_hidden
     conv3 = lambda c_in, c_out: 2 * points * 9 * c_in * c_out
     flops = conv3(planes, channels)

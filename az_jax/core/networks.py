@@ -21,6 +21,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from az_jax.core import conv as conv_lib
+from envs import get_game
 
 
 class ResidualBlock(nn.Module):
@@ -88,6 +89,9 @@ class AlphaZeroNet(nn.Module):
     score_head: bool = False
     # recompute each residual block in the backward pass (flax's lifted jax.checkpoint; Config.remat)
     remat: bool = False
+    # extra input planes computed from the observation and stacked onto it (Config.liberty_planes: the game's
+    # GameSpec.liberty_planes, [B, H, W, C] -> [B, H, W, k]); None: the observation alone, the papers' input
+    input_planes: Callable | None = None
 
     @nn.compact
     def __call__(self, obs, train: bool = False, aux: bool = False):
@@ -95,6 +99,8 @@ class AlphaZeroNet(nn.Module):
         (ownership logits [B, H·W] float32, score [B] float32), each None where the network has no such head."""
         bn = lambda: nn.BatchNorm(use_running_average=not train, axis_name=self.axis_name, dtype=self.dtype)
         x = obs.astype(self.dtype)
+        if self.input_planes is not None:
+            x = jnp.concatenate([x, self.input_planes(obs).astype(self.dtype)], axis=-1)  # [B, H, W, C + k]
         conv = lambda features, size: nn.Conv(
             features, size, use_bias=False, dtype=self.dtype, conv_general_dilated=self.conv
         )
@@ -152,4 +158,5 @@ def make_network(config, num_actions: int, axis_name: str | None = None, platfor
         ownership_head=config.aux_ownership_weight > 0,
         score_head=config.aux_score_weight > 0,
         remat=config.remat,
+        input_planes=get_game(config.game).liberty_planes if config.liberty_planes else None,
     )

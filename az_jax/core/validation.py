@@ -102,6 +102,8 @@ def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -
         raise ConfigError(f"eye_rule must be one of {', '.join(EYE_RULES)}, got {config.eye_rule!r}")
     if config.eye_rule != "off" and get_game(config.game).own_eyes is None:
         raise ConfigError(f"eye_rule={config.eye_rule} is for Go; {config.game} has no eyes")
+    if config.liberty_planes and get_game(config.game).liberty_planes is None:
+        raise ConfigError(f"liberty_planes is for Go; {config.game} has no liberties")
     if not 0.0 <= config.dirichlet_fraction <= 1.0:
         raise ConfigError(f"dirichlet_fraction must be in [0, 1], got {config.dirichlet_fraction}")
     if config.temperature_moves < -1:
