@@ -11,8 +11,7 @@ import pytest
 
 import envs
 from az_jax.core import config as config_lib
-from az_jax.core import flops
-from az_jax.core import networks
+from az_jax.core import flops, networks
 from az_jax.core import presets as presets_lib
 from envs import go_liberties
 

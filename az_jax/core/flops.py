@@ -2,7 +2,8 @@
 
 XLA's cost analysis is no guide here: it counts a loop body once (the iteration is loops of plies, simulations and
 gradient steps), and a GPU backend counts its cuDNN convolutions as 0 FLOPs. So the count is by hand, 2 FLOPs per
-multiply-add, for the network of az_jax/core/networks.py on an [H, W, C_in] observation (C_in counts the liberty planes, when on):
+multiply-add, for the network of az_jax/core/networks.py on an [H, W, C_in] observation (with Config.liberty_planes
+C_in counts the three planes the network adds):
 
     stem                 2·H·W·9·C_in·C                               conv 3×3
     residual block       2 · 2·H·W·9·C·C                              two convs 3×3
