@@ -1,8 +1,9 @@
 """Go's rules in greedy play. The pass checked against the area count (Config.pass_check; envs/go_scoring.py,
 `checked_pass`): the mover's margin and the opponent's pass on positions reached by real pgx moves, the rule's cases,
 and the rule in `search.greedy_search` with a network that always wants to pass. The mover's own eyes (Config.eye_rule;
-envs/go_eyes.py) on hand-made corners and centres, kept out of the search of a network that wants to fill one, the
-rule's validation and `az-jax eval --set`. The GTP engine's pass check on its kept tree's choice.
+envs/go_eyes.py) on hand-made corners and centres, kept out of the search of a network that wants to fill one (greedy
+search and the engines' kept tree), the rule's validation and `az-jax eval --set`. The GTP engine's pass check on its
+kept tree's choice.
 
 Counts by hand (9×9, komi 7.5 for White; an empty point belongs to a colour when every empty path from it reaches
 that colour's stones only):
@@ -141,6 +142,35 @@ def test_greedy_search_does_not_fill_an_eye(rule):
     assert search_lib.SearchConfig.for_selfplay(config).eye_rule_game is None  # "play": self-play untouched
     always = dataclasses.replace(config, eye_rule="always")
     assert search_lib.SearchConfig.for_selfplay(always).eye_rule_game == "go_9x9"
+
+
+def test_engine_kept_tree_does_not_fill_an_eye():
+    """The engines' kept tree (az_jax/frontends/tree_search.py) under the rule: the eye is neither visited nor chosen,
+    at a fresh root and at a root reused from the tree after two moves (Black J9, point 8, then White J1, point 80)."""
+    import types
+
+    from az_jax.frontends.tree_search import TreeSearch, think
+
+    def wants_0_then_8_80(variables, observation):  # point 0 first, then J9 and J1, nothing else
+        logits, value = _wants_point_0(variables, observation)
+        return logits.at[:, jnp.array([8, 80])].set(10.0), value
+
+    # without the rule the eye is legal and the network's favourite by far (prior e^10 times J9's)
+    assert (
+        bool(CORNER_EYE.legal_action_mask[0])
+        and int(jnp.argmax(wants_0_then_8_80({}, CORNER_EYE.observation[None])[0][0])) == 0
+    )
+    config = config_lib.Config(game="go_9x9", eye_rule="play")
+    setup = types.SimpleNamespace(apply_fn=wants_0_then_8_80)
+    ts = TreeSearch(types.SimpleNamespace(config=config, variables={}, env=ENV, setup=setup), capacity=64, chunk=8)
+    ts.reset(CORNER_EYE)
+    think(ts, max_visits=16)
+    assert 0 not in [m.action for m in ts.moves()] and ts.best_action() != 0
+    ts.play(8)
+    ts.play(80)
+    assert ts.reused > 0  # the root came from the tree, with the priors its recurrent_fn masked
+    think(ts, max_visits=ts.visits + 16)
+    assert 0 not in [m.action for m in ts.moves()] and ts.best_action() != 0
 
 
 def test_eye_rule_and_eval_set_errors(tmp_path):

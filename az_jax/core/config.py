@@ -80,7 +80,7 @@ class Config:
     pass_check: bool = True
     # Go: the player to move's own eyes (every orthogonal neighbour its stone, the diagonals not the opponent's but
     # one inside the board; envs/go_eyes.py) are neither searched nor played: "off", "play" (greedy play outside
-    # self-play: evaluation, gating, `az-jax play`, Agent.act; not the GTP engine's kept tree) or "always" (self-play's
+    # self-play: evaluation, gating, `az-jax play`, Agent.act, the engines' kept tree) or "always" (self-play's
     # searches too). NOT IN THE PAPERS: Monte Carlo Go programs' playout rule; the papers' networks learn not to fill
     # their eyes from self-play alone
     eye_rule: str = "off"

@@ -95,20 +95,24 @@ class Evaluator:
     # `prior_fn(variables, key, states [M, ...]) -> prior logits [M, A]` gives a node's own once its visits pass n_thr.
     n_thr: int = 0
     prior_fn: Callable | None = None
+    # The moves the tree may try and play: the legal ones less the mover's own eyes where this names the game
+    # (Config.eye_rule; search.allowed_moves); None: the legal ones.
+    eye_rule_game: str | None = None
 
 
 @functools.cache
-def network_evaluator(apply_fn, env: pgx.Env) -> Evaluator:
-    """An AlphaZero network's: the priors and value of `apply_fn` on the observation, illegal moves masked."""
+def network_evaluator(apply_fn, env: pgx.Env, eye_rule_game: str | None = None) -> Evaluator:
+    """An AlphaZero network's: the priors and value of `apply_fn` on the observation, the moves outside
+    `search.allowed_moves` (illegal ones; the mover's own eyes with `eye_rule_game`) masked."""
 
     def root(variables, key, state):
         del key  # no root noise and no random symmetry in an engine's tree
         logits, value = apply_fn(variables, state.observation)
-        return mctx.RootFnOutput(
-            prior_logits=search_lib.mask_logits(logits, state.legal_action_mask), value=value, embedding=state
-        )
+        allowed = search_lib.allowed_moves(state, eye_rule_game)
+        return mctx.RootFnOutput(prior_logits=search_lib.mask_logits(logits, allowed), value=value, embedding=state)
 
-    return Evaluator(root, search_lib.make_recurrent_fn(env, apply_fn))
+    recurrent_fn = search_lib.make_recurrent_fn(env, apply_fn, eye_rule_game=eye_rule_game)
+    return Evaluator(root, recurrent_fn, eye_rule_game=eye_rule_game)
 
 
 class _Programs:
@@ -247,6 +251,7 @@ class _Programs:
         self.extend_virtual = jax.jit(extend_virtual, donate_argnums=2)
         self.subtree = jax.jit(subtree)
         self.step = jax.jit(env.step)
+        self.allowed = jax.jit(lambda state: search_lib.allowed_moves(_batched(state), evaluator.eye_rule_game)[0])
         self.softmax = jax.jit(jax.nn.softmax)
 
 
@@ -329,7 +334,8 @@ class TreeSearch:
         self.variables = agent.variables
         config = agent.config
         evaluator = agent.tree_evaluator(env) if hasattr(agent, "tree_evaluator") else None  # an AlphaGo agent's
-        evaluator = evaluator or network_evaluator(agent.setup.apply_fn, self.env)
+        eye_rule_game = config.game if getattr(config, "eye_rule", "off") != "off" else None  # AlphaGo's: no key
+        evaluator = evaluator or network_evaluator(agent.setup.apply_fn, self.env, eye_rule_game)
         self._programs = _programs(evaluator, self.env, config.c_init, config.c_base, capacity, search, leaves, n_vl)
         self.leaves = leaves
         self.n_thr = evaluator.n_thr
@@ -342,6 +348,7 @@ class TreeSearch:
         self.state: pgx.State | None = None
         self._tree: mctx.Tree | None = None
         self._host: dict[str, np.ndarray] | None = None
+        self._allowed: np.ndarray | None = None  # [A] the moves the tree may play at its root (Evaluator.eye_rule_game)
 
     def _next_key(self) -> jax.Array:
         self._key, key = jax.random.split(self._key)
@@ -352,6 +359,7 @@ class TreeSearch:
     def reset(self, state: pgx.State) -> None:
         """A fresh root at `state` (unbatched): the root evaluated, no simulations."""
         self.state = state
+        self._allowed = np.asarray(self._programs.allowed(state))
         self._tree_key = self._next_key()  # the tree's simulations' keys: fold_in(this, simulation number)
         self._tree = self._programs.fresh(self.variables, self._tree_key, _batched(state))
         self.reused = 0
@@ -430,9 +438,10 @@ class TreeSearch:
         remap[order] = np.arange(size, dtype=np.int32)
         padded = np.zeros(self.capacity, np.int32)
         padded[:size] = order
-        self._tree = self._programs.subtree(tree, padded, np.int32(size), remap, next_state.legal_action_mask)
+        allowed = self._programs.allowed(next_state)
+        self._tree = self._programs.subtree(tree, padded, np.int32(size), remap, allowed)
         self._host = None
-        self.state = next_state
+        self.state, self._allowed = next_state, np.asarray(allowed)
         if self._virtual:  # a node visited twice in one step (or below the threshold) holds more visits than nodes
             self._nodes, self._steps = size, 0
             self._tree_key = self._next_key()  # the moved tree's steps draw from a new key (numbered from 0 again)
@@ -456,9 +465,8 @@ class TreeSearch:
         return float(self._get("root_value"))
 
     def _prior(self) -> np.ndarray:
-        assert self.state is not None
-        legal = np.asarray(self.state.legal_action_mask)
-        logits = np.where(legal, self._get("root_prior_logits"), -np.inf)
+        assert self._allowed is not None  # set with the state
+        logits = np.where(self._allowed, self._get("root_prior_logits"), -np.inf)
         p = np.exp(logits - logits.max())
         return p / p.sum()
 
@@ -471,9 +479,10 @@ class TreeSearch:
         return tuple(pv)
 
     def moves(self) -> list[MoveInfo]:
-        """The root's legal actions, most visited first (ties: higher prior)."""
-        assert self.state is not None
-        legal = np.flatnonzero(np.asarray(self.state.legal_action_mask))
+        """The root's legal actions (less the mover's own eyes under Config.eye_rule), most visited first (ties:
+        higher prior)."""
+        assert self._allowed is not None  # set with the state
+        legal = np.flatnonzero(self._allowed)
         visits, prior, q = self._get("root_visits"), self._prior(), self._get("root_q")
         root_value = self.value
         infos = [
