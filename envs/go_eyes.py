@@ -12,11 +12,11 @@ import jax
 import jax.numpy as jnp
 
 
-def _shift(x: jax.Array, dr: int, dc: int, fill) -> jax.Array:
-    """x [n, n] -> [n, n]: out[r, c] = x[r + dr, c + dc], `fill` where that is off the board."""
-    padded = jnp.pad(x, 1, constant_values=fill)
-    n = x.shape[0]
-    return padded[1 + dr : 1 + dr + n, 1 + dc : 1 + dc + n]
+def shift(x: jax.Array, dr: int, dc: int, fill) -> jax.Array:
+    """x [..., n, n] -> [..., n, n]: out[..., r, c] = x[..., r + dr, c + dc], `fill` where that is off the board."""
+    n = x.shape[-1]
+    padded = jnp.pad(x, [(0, 0)] * (x.ndim - 2) + [(1, 1), (1, 1)], constant_values=fill)
+    return padded[..., 1 + dr : 1 + dr + n, 1 + dc : 1 + dc + n]
 
 
 def own_eyes(state) -> jax.Array:
@@ -28,8 +28,8 @@ def own_eyes(state) -> jax.Array:
     opponent = (board != 0) & ~own
     orthogonal = [(-1, 0), (1, 0), (0, -1), (0, 1)]
     diagonal = [(-1, -1), (-1, 1), (1, -1), (1, 1)]
-    surrounded = jnp.all(jnp.stack([_shift(own, dr, dc, True) for dr, dc in orthogonal]), axis=0)  # edge counts as own
-    bad_diagonals = sum(_shift(opponent, dr, dc, False).astype(jnp.int32) for dr, dc in diagonal)
+    surrounded = jnp.all(jnp.stack([shift(own, dr, dc, True) for dr, dc in orthogonal]), axis=0)  # edge counts as own
+    bad_diagonals = sum(shift(opponent, dr, dc, False).astype(jnp.int32) for dr, dc in diagonal)
     line = jnp.arange(n)
     edge = ((line == 0) | (line == n - 1))[:, None] | ((line == 0) | (line == n - 1))[None, :]  # [n, n]
     allowed = jnp.where(edge, 0, 1)  # the edge and the corner: no opponent diagonal; inside: one

@@ -17,15 +17,10 @@ the observation, and they look the same under every symmetry of the board.
 import jax
 import jax.numpy as jnp
 
+from envs.go_eyes import shift
+
 PLANES = 3  # chains with 1, 2 and 3 liberties (KataGo's three planes)
 _DIRECTIONS = ((-1, 0), (1, 0), (0, -1), (0, 1))
-
-
-def _shift(x: jax.Array, dr: int, dc: int, fill) -> jax.Array:
-    """x [B, n, n] -> [B, n, n]: out[:, r, c] = x[:, r + dr, c + dc], `fill` where that is off the board."""
-    n = x.shape[1]
-    padded = jnp.pad(x, ((0, 0), (1, 1), (1, 1)), constant_values=fill)
-    return padded[:, 1 + dr : 1 + dr + n, 1 + dc : 1 + dc + n]
 
 
 def chain_labels(colour: jax.Array) -> jax.Array:
@@ -37,12 +32,14 @@ def chain_labels(colour: jax.Array) -> jax.Array:
     start = jnp.where(colour > 0, jnp.arange(n * n, dtype=jnp.int32).reshape(n, n), empty_label)
     start = jnp.broadcast_to(start, (batch, n, n))
 
+    # same[d]: the neighbour in direction d is a stone of the same colour (fixed while the labels spread)
+    same = [(shift(colour, dr, dc, 0) == colour) & (colour > 0) for dr, dc in _DIRECTIONS]
+
     def round_(carry):
         labels, _ = carry
         lowest = labels
-        for dr, dc in _DIRECTIONS:
-            same = (_shift(colour, dr, dc, 0) == colour) & (colour > 0)
-            lowest = jnp.minimum(lowest, jnp.where(same, _shift(labels, dr, dc, empty_label), empty_label))
+        for (dr, dc), joined in zip(_DIRECTIONS, same, strict=True):
+            lowest = jnp.minimum(lowest, jnp.where(joined, shift(labels, dr, dc, empty_label), empty_label))
         flat = lowest.reshape(batch, n * n)
         padded = jnp.concatenate([flat, jnp.full((batch, 1), empty_label, flat.dtype)], axis=1)  # label n² -> n²
         jumped = jnp.minimum(flat, jnp.take_along_axis(padded, flat, axis=1)).reshape(batch, n, n)
@@ -61,7 +58,7 @@ def liberties(colour: jax.Array) -> jax.Array:
     # touches[b, e, L]: empty point e is next to a stone of chain L (the label n² of an empty neighbour falls out)
     touches = jnp.zeros((batch, n, n, points), bool)
     for dr, dc in _DIRECTIONS:
-        touches |= jax.nn.one_hot(_shift(labels, dr, dc, points), points, dtype=bool)
+        touches |= jax.nn.one_hot(shift(labels, dr, dc, points), points, dtype=bool)
     per_chain = (touches & empty[..., None]).reshape(batch, points, points).sum(axis=1, dtype=jnp.int32)  # [B, L]
     per_chain = jnp.concatenate([per_chain, jnp.zeros((batch, 1), jnp.int32)], axis=1)  # label n² (empty): 0
     return jnp.take_along_axis(per_chain, labels.reshape(batch, points), axis=1).reshape(batch, n, n)
