@@ -37,11 +37,20 @@ def line(r: dict) -> str:
 
 
 def alphago_table(directory: str) -> None:
-    """The AlphaGo pipeline's stages (`az-jax preflight --alphago`): each stage's peak per device on each target."""
-    results = sorted(rows(directory), key=lambda r: r["target"])
-    if not results:
+    """The AlphaGo pipeline's stages (`az-jax preflight --alphago`): each stage's peak per device on each target. A
+    file with some of the stages only (`--programs`) replaces those stages of the same target's whole run."""
+    everything = rows(directory)
+    if not everything:
         return
-    stages = [p["name"] for p in results[0]["programs"]]
+    stages = max((r["programs"] for r in everything), key=len)
+    stages = [p["name"] for p in stages]
+    results = sorted((r for r in everything if len(r["programs"]) == len(stages)), key=lambda r: r["target"])
+    for later in (r for r in everything if len(r["programs"]) < len(stages)):  # stages compiled again on their own
+        base = next(r for r in results if r["target"] == later["target"])
+        redone = {p["name"]: p for p in later["programs"]}
+        base["programs"] = [redone.get(p["name"], p) for p in base["programs"]]
+        base["required_bytes"] = max(base["required_bytes"], later["required_bytes"])
+        base["fits"] = base["fits"] and later["fits"]
     print("| target | " + " | ".join(stages) + " | needs / has GiB | fits | compile (2-core CPU) |")
     print("|---|" + "---|" * (len(stages) + 3))
     for r in results:
