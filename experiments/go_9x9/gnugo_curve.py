@@ -4,11 +4,12 @@ training time up to that checkpoint (the sum of metrics.jsonl's `perf/iteration_
 minutes between a stop and a resume).
 
     python -m experiments.go_9x9.gnugo_curve RUN_DIR [--steps 50,100,...] [--levels 1,5,10] [--games 40]
-        [--json FILE] [--simulations N]
+        [--json FILE] [--simulations N] [--seed S]
 
 Prints one row per checkpoint (score and mean area margin per level) and appends every match's summary, with the
 training minutes, to --json (one line each). A match already in the file (same run, step, level, games,
-simulations) is not played again, so the curve grows as the run does.
+simulations, seed) is not played again, so the curve grows as the run does. Another --seed plays other random openings,
+so a checkpoint's score can rest on more than one set of 40 games.
 """
 
 import argparse
@@ -38,6 +39,7 @@ def main(argv=None) -> int:
     parser.add_argument("--games", type=int, default=40)
     parser.add_argument("--simulations", type=int, default=None, help="default: the run's eval_simulations")
     parser.add_argument("--json", default=None, help="append each match's summary here (and skip those in it)")
+    parser.add_argument("--seed", type=int, default=0, help="the matches' seed: their random openings")
     args = parser.parse_args(argv)
     manager = ckpt.make_manager(args.run_dir, read_only=True)
     saved = sorted(manager.all_steps())
@@ -50,13 +52,13 @@ def main(argv=None) -> int:
     levels = [int(level) for level in args.levels.split(",")]
     done = read_jsonl(args.json) if args.json and os.path.exists(args.json) else []
     run = os.path.abspath(args.run_dir)
-    key = lambda r: (r["run"], r["step"], r["level"], r["games"], r["simulations_asked"])
+    key = lambda r: (r["run"], r["step"], r["level"], r["games"], r["simulations_asked"], r.get("seed", 0))
     seen = {key(r): r for r in done}
     print("| step | training minutes | " + " | ".join(f"GNU Go {level}: score, margin" for level in levels) + " |")
     for step in steps:
         cells = []
         for level in levels:
-            row_key = (run, step, level, args.games, args.simulations)
+            row_key = (run, step, level, args.games, args.simulations, args.seed)
             row = seen.get(row_key)
             if row is None:
                 summary = evaluate(
@@ -65,6 +67,7 @@ def main(argv=None) -> int:
                     games=args.games,
                     step=step,
                     simulations=args.simulations,
+                    seed=args.seed,
                     save_games=False,
                     log=lambda *a: None,
                 )
