@@ -136,9 +136,22 @@ def test_hours_preset_is_the_small_recipe_with_the_90_minute_schedule():
     positions = hours.num_iterations * hours.selfplay_batch_size * hours.selfplay_steps
     steps = positions * hours.train_ratio / hours.batch_size
     assert steps == 83_200 and hours.lr_boundaries == (58_800,) and hours.lr_boundaries[0] / 32 == 1837.5
-    # measured on connect_four only: elsewhere a clear error naming the game, not a silently unmeasured schedule
-    with pytest.raises(ConfigError, match="'go_9x9'"):
-        preset("go_9x9", "hours")
+    # measured on connect_four and go_9x9 only: elsewhere a clear error naming the game, not an unmeasured schedule
+    with pytest.raises(ConfigError, match="'othello'"):
+        preset("othello", "hours")
+
+
+def test_go_9x9_hours_preset_is_the_small_recipe_with_planes_eye_rule_and_three_rates():
+    small, hours = preset("go_9x9"), preset("go_9x9", "hours")
+    hours.validate(num_devices=2)
+    differ = {"liberty_planes", "eye_rule", "num_iterations", "learning_rates", "lr_boundaries", "eval_every"}
+    assert {f.name for f in dataclasses.fields(small) if getattr(small, f.name) != getattr(hours, f.name)} == differ
+    assert hours.liberty_planes and hours.eye_rule == "always" and hours.eval_every == 0
+    # 1,400 iterations × 128 games × 16 plies × train_ratio 2 / batch 256 = 1,400 × 16 = 22,400 steps; the rate ×0.1
+    # at 40% (8,960 = iteration 560) and 80% (17,920 = iteration 1,120)
+    steps = hours.num_iterations * hours.selfplay_batch_size * hours.selfplay_steps * hours.train_ratio
+    assert steps / hours.batch_size == 22_400 and hours.lr_boundaries == (8_960, 17_920)
+    assert hours.learning_rates == (0.02, 0.002, 0.0002)
 
 
 def test_unknown_preset_and_game_are_rejected():

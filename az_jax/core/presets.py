@@ -149,7 +149,7 @@ def _small(game: str) -> Config:
 
 
 # The games the `hours` preset is measured on (below)
-HOURS_GAMES = ("connect_four",)
+HOURS_GAMES = ("connect_four", "go_9x9")
 
 
 def _hours(game: str) -> Config:
@@ -165,8 +165,33 @@ def _hours(game: str) -> Config:
             f"the 'hours' preset is measured for {', '.join(HOURS_GAMES)} only, not {game!r}; use --preset small "
             "with --set num_iterations=N and lr_boundaries=M"
         )
+    if game == "go_9x9":
+        return _hours_go_9x9()
     return dataclasses.replace(
         _small(game), num_iterations=2600, lr_boundaries=(58_800,), eval_every=100, eval_games=200
+    )
+
+
+def _hours_go_9x9() -> Config:
+    """go_9x9 for two hours of 2 fast CPU cores (issue 29; experiments/go_9x9/README.md, "Liberty planes and the eye
+    rule together"). Not in the papers. The `small` network and search (4 × 32, Gumbel at 16 simulations, symmetries,
+    KataGo's ownership and score targets) with the stones in atari, with 2 and with 3 liberties as input planes (Wu
+    2019, Appendix A) and the mover's own eyes left out of every search (`eye_rule`, as Monte Carlo Go programs'
+    playouts), 1,400 iterations of 16 gradient steps with the rate ×0.1 at 40% and again at 80% of them. Measured (seed
+    0, a median 5.0 s an iteration; the two hours' timeout stopped it at iteration 1,356): against GNU Go level 1, 13 of
+    40 games at 25 minutes, 23 of 40 at 76 and 25 of 40 at 120 (22 of 40 with other openings); level 5 25 of 40, level
+    10 15 of 40. A slower VM fits fewer iterations in two hours: set num_iterations and lr_boundaries (16 steps an
+    iteration) to what fits. No evaluation during training (a match against GNU Go is
+    `experiments/go_9x9/gnugo_curve.py`, outside the run)."""
+    return dataclasses.replace(
+        _small("go_9x9"),
+        liberty_planes=True,
+        eye_rule="always",
+        num_iterations=1400,
+        learning_rates=(0.02, 0.002, 0.0002),
+        # 1,400 iterations × 128 games × 16 plies × train_ratio 2 / batch 256 = 22,400 steps: 40% and 80%
+        lr_boundaries=(8960, 17920),
+        eval_every=0,
     )
 
 

@@ -16,7 +16,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--preset",
         default="small",
-        help="small (laptop CPU / one GPU), hours (connect_four: small's recipe for ~90 minutes of 2 fast CPU cores), "
+        help="small (laptop CPU / one GPU), hours (connect_four: small's recipe for ~90 minutes of 2 fast CPU cores; "
+        "go_9x9: small with liberty planes and the eye rule for ~2 hours), "
         "paper (AlphaZero, full scale), alphago_zero (AlphaGo Zero, full scale) or small_agz (small with the AlphaGo "
         "Zero switches)",
     )
