@@ -46,7 +46,9 @@ def alphago_table(directory: str) -> None:
     stages = [p["name"] for p in stages]
     results = sorted((r for r in everything if len(r["programs"]) == len(stages)), key=lambda r: r["target"])
     for later in (r for r in everything if len(r["programs"]) < len(stages)):  # stages compiled again on their own
-        base = next(r for r in results if r["target"] == later["target"])
+        base = next((r for r in results if r["target"] == later["target"]), None)
+        if base is None:  # no whole run of that target to complete
+            continue
         redone = {p["name"]: p for p in later["programs"]}
         base["programs"] = [redone.get(p["name"], p) for p in base["programs"]]
         base["required_bytes"] = max(base["required_bytes"], later["required_bytes"])
