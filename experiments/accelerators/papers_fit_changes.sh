@@ -54,26 +54,25 @@ for run in "${RUNS[@]}"; do
 done
 ALPHAGO=experiments/accelerators/results/preflight_alphago
 mkdir -p "$ALPHAGO"
-for target in h100 v5litepod-8 v4-8 v5p-8 v6e-8 h100x8; do
-  file="$ALPHAGO/alphago_19x19_$target.json"
-  [ -f "$file" ] && continue
-  echo "=== $(date +%T) AlphaGo 19x19 on $target"
+# alphago_plan NAME TARGET [PREFLIGHT ARGS...]: the 19x19 stages on TARGET into $ALPHAGO/NAME.json (skipped if there)
+alphago_plan() {
+  local name=$1 target=$2
+  shift 2
+  local file="$ALPHAGO/$name.json" log="$ALPHAGO/$name.log"
+  [ -f "$file" ] && return
+  echo "=== $(date +%T) $name"
+  local start
   start=$(date +%s)
-  $AZ preflight --target "$target" --alphago 19x19 --json "$file.tmp" > "$ALPHAGO/alphago_19x19_$target.log" 2>&1
-  echo "exit $? after $(( $(date +%s) - start )) s" >> "$ALPHAGO/alphago_19x19_$target.log"
+  $AZ preflight --target "$target" --alphago 19x19 "$@" --json "$file.tmp" > "$log" 2>&1
+  echo "exit $? after $(( $(date +%s) - start )) s" >> "$log"
   if [ -f "$file.tmp" ]; then mv "$file.tmp" "$file"; fi
-  tail -2 "$ALPHAGO/alphago_19x19_$target.log"
+  tail -2 "$log"
+}
+for target in h100 v5litepod-8 v4-8 v5p-8 v6e-8 h100x8; do
+  alphago_plan "alphago_19x19_$target" "$target"
 done
 # p_π's step compiled again on its own once it computed its minibatch's features itself; papers_fit_table puts these
 # files' stage in place of the whole runs' column
 for target in h100 v5litepod-8 v4-8 v5p-8 v6e-8 h100x8; do
-  file="$ALPHAGO/alphago_19x19_rollout_$target.json"
-  [ -f "$file" ] && continue
-  echo "=== $(date +%T) AlphaGo 19x19 rollout step on $target"
-  start=$(date +%s)
-  $AZ preflight --target "$target" --alphago 19x19 --programs "rollout step" --json "$file.tmp" \
-    > "$ALPHAGO/alphago_19x19_rollout_$target.log" 2>&1
-  echo "exit $? after $(( $(date +%s) - start )) s" >> "$ALPHAGO/alphago_19x19_rollout_$target.log"
-  if [ -f "$file.tmp" ]; then mv "$file.tmp" "$file"; fi
-  tail -2 "$ALPHAGO/alphago_19x19_rollout_$target.log"
+  alphago_plan "alphago_19x19_rollout_$target" "$target" --programs "rollout step"
 done

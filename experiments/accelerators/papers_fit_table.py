@@ -42,8 +42,7 @@ def alphago_table(directory: str) -> None:
     everything = rows(directory)
     if not everything:
         return
-    stages = max((r["programs"] for r in everything), key=len)
-    stages = [p["name"] for p in stages]
+    stages = [p["name"] for p in max((r["programs"] for r in everything), key=len)]
     results = sorted((r for r in everything if len(r["programs"]) == len(stages)), key=lambda r: r["target"])
     for later in (r for r in everything if len(r["programs"]) < len(stages)):  # stages compiled again on their own
         base = next((r for r in results if r["target"] == later["target"]), None)
