@@ -10,7 +10,7 @@ import pgx
 import pytest
 
 from az_jax.alphago import features as features_lib
-from az_jax.alphago import rollout_game
+from az_jax.alphago import lean_chains, rollout_game
 from az_jax.alphago import rollout_policy as rollout_lib
 from az_jax.alphago.position import from_pgx
 from experiments.alphago import rollout_speed
@@ -51,12 +51,16 @@ def test_a_lean_rollout_is_the_pgx_rollout(plies, seed):
 
 def test_carried_labels_are_the_chains_found_again():
     """After every move of 60-move random games the labels `step` carries equal features._chain_labels of the board,
-    and the board, ko and turns since each stone are pgx's own (relative to the player to move)."""
+    every stone's chain has the liberty count (features.py's bitsets), liberty sum and size counted afresh from the
+    board, and the board, ko and turns since each stone are pgx's own (relative to the player to move)."""
     states = midgame(0, 3)
     lean = rollout_game.from_states(states)
     labels = jax.jit(jax.vmap(lambda b: features_lib._chain_labels(b, N)))
+    counted = jax.jit(jax.vmap(lambda b, lab: lean_chains.of_board(b, lab, N)))
+    bitset_liberties = jax.jit(jax.vmap(lambda b: features_lib._chain_liberties(b, N)))
     play = jax.jit(jax.vmap(ENV.step))
     advance = jax.jit(lambda s, a: rollout_game.step(s, a, N, 162))
+    captured, previous = 0, np.asarray(lean.board)
     for i in range(60):
         logits = jnp.where(states.legal_action_mask, 0.0, -jnp.inf).at[:, -1].set(-1e9)
         action = jax.random.categorical(jax.random.key(i), logits, axis=-1)
@@ -66,7 +70,53 @@ def test_carried_labels_are_the_chains_found_again():
         np.testing.assert_array_equal(np.asarray(lean.board), np.asarray(want.board))
         np.testing.assert_array_equal(np.asarray(lean.turns_since), np.asarray(want.turns_since))
         np.testing.assert_array_equal(np.asarray(lean.ko), np.asarray(want.ko))
-    assert int((np.asarray(lean.board) != 0).sum(-1).min()) > 20  # crowded boards, with captures on the way
+        # by each stone's label: entries of labels gone from the board (merged, captured) are stale and never read
+        stone, label = np.asarray(lean.board) != 0, np.asarray(lean.label)
+        fresh = counted(lean.board, lean.label)
+        for field in ("liberties", "liberty_sum", "size"):
+            got = np.take_along_axis(np.asarray(getattr(lean.chains, field)), label, -1)[stone]
+            np.testing.assert_array_equal(got, np.take_along_axis(np.asarray(getattr(fresh, field)), label, -1)[stone])
+        liberties = np.take_along_axis(np.asarray(lean.chains.liberties), label, -1)
+        np.testing.assert_array_equal(liberties[stone], np.asarray(bitset_liberties(lean.board))[stone])
+        captured += int(((previous != 0) & (np.asarray(lean.board) == 0)).sum())
+        previous = np.asarray(lean.board)
+    assert int((np.asarray(lean.board) != 0).sum(-1).min()) > 20  # crowded boards
+    assert captured >= 10  # with captures on the way (stones that left the board)
+
+
+@pytest.mark.parametrize("listed", [None, 0])
+def test_a_capture_updates_the_chains_next_to_it(listed):
+    """5×5, point 5·row + column, Black (+1) to move at x = 12 captures the White pair 2-7 (its last liberty is 12),
+    joins the chain 3-8-13 and gives the chain 1-6 the captured points:
+
+        .  B  W  B  .      0  1  2  3  4
+        .  B  W  B  .      5  6  7  8  9
+        .  .  x  B  .     10 11 12 13 14
+        .  .  .  .  .     15 ...
+
+    Both ways of adding the captured stones: listed (`listed` None: up to B + 16 = 17 stones) and at every point (0)."""
+    n = 5
+    board = np.zeros(n * n, np.int8)
+    board[[1, 6, 3, 8, 13]] = 1
+    board[[2, 7]] = -1
+    board = jnp.asarray(board)
+    label = features_lib._chain_labels(board, n)
+    assert [int(label[q]) for q in (1, 6, 3, 8, 13, 2, 7)] == [1, 1, 3, 3, 3, 2, 2]  # a label is the smallest point
+    before = lean_chains.of_board(board, label, n)
+    # White 2-7: liberty 12 alone (1, 3, 6, 8 are Black). Black 1-6: 0, 5, 11 -> 3, sum 16. Black 3-8-13: 4, 9, 12, 14,
+    # 18 -> 5, sum 57
+    assert [int(before.liberties[c]) for c in (2, 1, 3)] == [1, 3, 5]
+    assert [int(before.liberty_sum[c]) for c in (2, 1, 3)] == [12, 16, 57]
+    one = lambda x: x[None]  # noqa: E731  a batch of one game
+    board, label, ko, chains = lean_chains.play(
+        one(board), one(label), jax.tree.map(one, before), jnp.array([12]), n, listed
+    )
+    board, chains = board[0], jax.tree.map(lambda x: x[0], chains)
+    assert int(board[2]) == int(board[7]) == 0 and int(ko[0]) == -1  # two stones captured: no ko
+    # 3-8-12-13: 4, 9, 14, 18, the captured 2 and 7, and 12's 11 and 17 -> 8, sum 2+4+7+9+11+14+17+18 = 82, 4 stones
+    assert (int(chains.liberties[3]), int(chains.liberty_sum[3]), int(chains.size[3])) == (8, 82, 4)
+    # 1-6 gains 2 (next to 1) and 7 (next to 6): 0, 5, 11, 2, 7 -> 5, sum 16 + 9 = 25, 2 stones
+    assert (int(chains.liberties[1]), int(chains.liberty_sum[1]), int(chains.size[1])) == (5, 25, 2)
 
 
 @pytest.mark.parametrize("max_moves", [0, 10])

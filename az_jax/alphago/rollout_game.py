@@ -9,12 +9,13 @@ pgx's `env.step` 57 µs a position on 9×9 and 1,374 µs on 19×19 (its rules al
 chains found again, the Zobrist hash of the board and the positional-superko check against every earlier position),
 against 15 and 168 µs for p_π's features and 1 and 3 µs for the position. So the step, not the policy, was the
 rollout's cost. Here a rollout keeps its own state (`Lean`): the board relative to the player to move, each stone's
-chain label, the ko point, the turns since each stone was played, passes and moves so far; a move updates the labels
-where it merges or captures (features._play) instead of finding the chains again, and p_π's features read the
-labels instead of recomputing them, through lean_moves.move_features: only what p_π reads (liberties, legality,
-liberties after a move capped at 2, own eyes), from per-chain scalars (liberty count, size, lowest and highest
-liberty) and each point's 4 neighbours, where features._move_features builds a W-word bitset per chain and gathers
-4 of them for every point (boards of `LEAN_FROM` and up; experiments/alphago/rollout_profile.py). pgx is used twice:
+chain label, each chain's liberty count, liberty sum and size (lean_chains.py), the ko point, the turns since each
+stone was played, passes and moves so far; a move updates the labels where it merges or captures (features._play)
+and the chains next to it and to what it captures, instead of finding the chains again, and p_π's features read
+them instead of recomputing them, through lean_moves.move_features: only what p_π reads (liberties, legality,
+liberties after a move capped at 2, own eyes), from the carried chain scalars and each point's 4 neighbours, where
+features._move_features builds a W-word bitset per chain and gathers 4 of them for every point
+(experiments/alphago/rollout_profile.py). pgx is used twice:
 the start (its state) and the end (Tromp–Taylor area with the env's komi, pgx's own scorer).
 
 The game is pgx's with one rule left out: positional superko (pgx ends a game lost for a player who repeats a whole
@@ -33,13 +34,9 @@ from flax import struct
 from pgx._src.games import go as pgx_go
 
 from az_jax.alphago import features as features_lib
+from az_jax.alphago import lean_chains
 from az_jax.alphago import rollout_policy as rollout_lib
 from az_jax.alphago.position import Position, from_pgx
-
-# boards from this size up read lean_moves.move_features; smaller ones the bitsets, which are cheaper there (a
-# bitset is W = ceil(N²/32) words: 3 on 9×9, 12 on 19×19). rollout_profile.py, batch 256, µs a position: 9×9 8.1
-# bitsets against 11.0 lean, 19×19 65.4 against 38.1; 13×13 (6 words) not measured
-LEAN_FROM = 13
 
 
 @struct.dataclass
@@ -48,6 +45,7 @@ class Lean:
 
     board: jax.Array  # [B, P] int8: +1 the player to move's stones, -1 the opponent's, 0 empty
     label: jax.Array  # [B, P] int32: each stone's chain label (its smallest point), P on empty points
+    chains: lean_chains.Chains  # [B, P + 1] each: every chain's liberty count, liberty sum and size, by label
     ko: jax.Array  # [B] int32: the point the player to move may not play (simple ko), -1 none
     turns_since: jax.Array  # [B, P] int8: 1..7 turns since the stone was played, 8 for 8 or more, 0 empty
     black_to_move: jax.Array  # [B] bool
@@ -69,6 +67,7 @@ def from_states(states: pgx.State) -> Lean:
     return Lean(
         board=position.board,
         label=label,
+        chains=jax.vmap(lambda b, lab: lean_chains.of_board(b, lab, n))(position.board, label),
         ko=position.ko,
         turns_since=position.turns_since,
         black_to_move=position.black_to_move,
@@ -82,17 +81,16 @@ def step(state: Lean, action: jax.Array, n: int, max_steps: int) -> Lean:
     """Plays `action` [B] (a point, legal for the player to move, or N² to pass) in every game not over."""
     p = n * n
 
-    def one(board, label, ko, turns, action):
-        played = action < p
-        x = jnp.minimum(action, p - 1)
-        new_board, new_label, new_ko = features_lib._play(board, label, x, 1, n)
-        board = jnp.where(played, new_board, board)
-        label = jnp.where(played, new_label, label)
-        turns = jnp.where(board != 0, jnp.minimum(turns + 1, 8), 0).astype(jnp.int8)
-        turns = jnp.where(played, turns.at[x].set(1), turns)
-        return -board, label, jnp.where(played, new_ko, -1), turns
+    action = jnp.where(state.over, p, action)  # a game over plays nothing (and captures nothing)
+    played = action < p
+    board, label, ko, chains = lean_chains.play(state.board, state.label, state.chains, action, n)
 
-    board, label, ko, turns = jax.vmap(one)(state.board, state.label, state.ko, state.turns_since, action)
+    def turns_since(board, turns, played, x):
+        turns = jnp.where(board != 0, jnp.minimum(turns + 1, 8), 0).astype(jnp.int8)
+        return jnp.where(played, turns.at[x].set(1), turns)
+
+    turns = jax.vmap(turns_since)(board, state.turns_since, played, jnp.minimum(action, p - 1))
+    board = -board
     moving = ~state.over
     passes = jnp.where(action >= p, state.passes + 1, 0)
     steps = state.steps + 1
@@ -100,6 +98,7 @@ def step(state: Lean, action: jax.Array, n: int, max_steps: int) -> Lean:
     return Lean(
         board=keep(board, state.board),
         label=keep(label, state.label),
+        chains=jax.tree.map(keep, chains, state.chains),
         ko=keep(ko, state.ko),
         turns_since=keep(turns, state.turns_since),
         black_to_move=keep(~state.black_to_move, state.black_to_move),
@@ -121,11 +120,11 @@ def encode(state: Lean) -> tuple[rollout_lib.Encoded, jax.Array]:
     point's being the player to move's own eye (the sensibleness plane's rule)."""
     n = state.position.size
 
-    def one(board, turns, ko, label):
-        encoded, moves, _ = rollout_lib.encode_parts(board, turns, ko, n, label=label, lean=n >= LEAN_FROM)
+    def one(board, turns, ko, label, chains):
+        encoded, moves, _ = rollout_lib.encode_parts(board, turns, ko, n, label=label, lean=True, chains=chains)
         return encoded, moves["own_eye"]
 
-    return jax.vmap(one)(state.board, state.turns_since, state.ko, state.label)
+    return jax.vmap(one)(state.board, state.turns_since, state.ko, state.label, state.chains)
 
 
 def play(

@@ -70,6 +70,7 @@ import numpy as np
 from flax import struct
 
 from az_jax.alphago.features import _move_features, _shifted
+from az_jax.alphago.lean_chains import Chains
 from az_jax.alphago.lean_moves import move_features as lean_move_features
 from az_jax.alphago.position import Position
 from az_jax.runtime import files
@@ -176,18 +177,20 @@ def encode_parts(
     n: int,
     label: jax.Array | None = None,
     lean: bool = False,
+    chains: Chains | None = None,
 ) -> tuple[Encoded, dict[str, jax.Array], jax.Array]:
     """One position's raw features, with what they were computed from: features.py's move features (chains,
     liberties, the result of a move at each point) and the point states [P], for feature sets that extend p_π's.
     `label`: the chain labels when the caller carries them (a rollout's), else found here. `lean` (with `label`):
     only the move features p_π reads, liberties after a move capped at 2 (`lean_moves.move_features`, a rollout's; the
-    same Encoded), not enough for p_τ's."""
+    same Encoded), not enough for p_τ's; `chains`: the chains' liberty counts, sums and sizes a rollout carries with its
+    labels (lean_chains.py), else counted here."""
     p = n * n
     board = board.astype(jnp.int8)
     ko = ko.astype(jnp.int32)
     if lean:
         assert label is not None, "lean move features read the carried chain labels"
-        moves = lean_move_features(board, ko, n, label)
+        moves = lean_move_features(board, ko, n, label, chains)
     else:
         moves = _move_features(board, ko, n, label)
     states = point_states(board, moves["liberties"])

@@ -8,13 +8,15 @@ Parts, in the order a ply runs them:
     bitsets     features._move_features from the carried chain labels (what encode read before the lean move
                 features): a bitset per chain, liberties after a move at each point, captures, legality, own eyes
     lean        lean_moves.move_features, what encode reads now: the same liberties, legality, own eyes and
-                liberties after capped at 2, from per-chain scalars and each point's 4 neighbours
+                liberties after capped at 2, from the per-chain scalars the rollout carries (lean_chains.py) and
+                each point's 4 neighbours
     encode      rollout_game.encode: lean, then the rest of p_π's raw features (point states, save atari, the
                 previous move's neighbour and diamond, the 3x3 and diamond codes)
     lookups     rollout_policy.indices: the two vocabulary lookups, hash-table probes (`--lookup hashed`, the default:
                 what a loaded or trained p_π uses) or binary searches of the sorted vocabularies (`sorted`)
     sample      the weights gathered and summed, the sensible mask and one draw (rollout_policy.sample)
-    play        rollout_game.step: the move played, chains merged and captured, turns since each stone
+    play        rollout_game.step: the move played, chains merged and captured and their liberty counts, sums and
+                sizes updated, turns since each stone
     ply         all of it in one program
 A part timed alone still writes its outputs to memory; inside `ply` XLA may fuse across the cuts, so encode + lookups
 + sample + play is an upper bound on ply and their ratios are what the profile shows.
@@ -45,7 +47,9 @@ def parts(policy: rollout_lib.RolloutPolicy, n: int, max_steps: int) -> dict:
         return jax.vmap(lambda b, k, lab: features_lib._move_features(b, k, n, lab))(s.board, s.ko, s.label)
 
     def lean(s, key):
-        return jax.vmap(lambda b, k, lab: lean_moves.move_features(b, k, n, lab))(s.board, s.ko, s.label)
+        return jax.vmap(lambda b, k, lab, c: lean_moves.move_features(b, k, n, lab, c))(
+            s.board, s.ko, s.label, s.chains
+        )
 
     def encode(s, key):
         return rollout_game.encode(s)
