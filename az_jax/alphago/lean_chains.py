@@ -38,6 +38,13 @@ class Chains:
     size: jax.Array  # its stones
 
 
+def _repeats(labels: jax.Array) -> jax.Array:
+    """[..., 4] neighbour labels -> [..., 4] bool: the label is one of the earlier ones (its chain counted already)."""
+    first = jnp.zeros(labels.shape[:-1] + (1,), bool)
+    later = [(labels[..., :k] == labels[..., k : k + 1]).any(-1, keepdims=True) for k in range(1, 4)]
+    return jnp.concatenate([first, *later], -1)
+
+
 def of_board(board: jax.Array, label: jax.Array, n: int) -> Chains:
     """The chains of a [P] board with its labels [P], counted from the whole board (a rollout's start)."""
     p = n * n
@@ -68,8 +75,9 @@ def play(
         nbr = jnp.asarray(_tables(n)["nbr"])[x]  # [4], P off the board
         nbr_colour = jnp.append(board, _OFF)[nbr]
         nbr_label = jnp.append(label, p)[nbr]
-        repeat = jnp.stack([jnp.bool_(False)] + [(nbr_label[:k] == nbr_label[k]).any() for k in range(1, 4)])
-        opponent = jnp.where((nbr_colour == -1) & ~repeat, nbr_label, p)  # [4]: each opponent chain next to x once
+        opponent = jnp.where(
+            (nbr_colour == -1) & ~_repeats(nbr_label), nbr_label, p
+        )  # [4]: each opponent chain next to x once
         new_board, new_label, ko = _play(board, label, x, 1, n)
         liberties = chains.liberties.at[opponent].add(-1)
         liberty_sum = chains.liberty_sum.at[opponent].add(-x)
@@ -113,10 +121,7 @@ def _gain_listed(chains: Chains, label: jax.Array, captured: jax.Array, mine: ja
     game, point = jnp.minimum(where // p, b - 1), where % p
     nbr = jnp.asarray(_tables(n)["nbr"])[point]  # [size, 4]
     nbr_label = jnp.concatenate([label, jnp.full((b, 1), p, label.dtype)], 1)[game[:, None], nbr]  # [size, 4]
-    repeat = jnp.stack(
-        [jnp.zeros(size, bool)] + [(nbr_label[:, :k] == nbr_label[:, k : k + 1]).any(-1) for k in range(1, 4)], -1
-    )
-    own = listed[:, None] & ~repeat & (nbr_label < p) & (nbr_label != mine[game][:, None])
+    own = listed[:, None] & ~_repeats(nbr_label) & (nbr_label < p) & (nbr_label != mine[game][:, None])
     at = jnp.where(own, game[:, None] * (p + 1) + nbr_label, b * (p + 1))  # [size, 4] into the flat [B · (P + 1)]
     both = jnp.stack([chains.liberties, chains.liberty_sum], -1).reshape(b * (p + 1), 2)
     add = jnp.stack([jnp.ones_like(at), jnp.broadcast_to(point[:, None], at.shape)], -1)
