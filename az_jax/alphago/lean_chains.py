@@ -64,8 +64,8 @@ def play(
 
     Scatters run one element at a time on XLA's CPU backend, so the captured stones' neighbour chains are not
     scattered over every point of every game: a ply with no capture in the batch skips it, one with up to B + 16
-    captured stones in all (`listed`, default B + 16) scatters just those (`_gain_listed`), and only a larger one every
-    point (`_gain`)."""
+    captured stones in all (`listed`, default B + 16) scatters just those, and only a larger one every point of every
+    game (`_gain`, with a list as long as the board)."""
     p = n * n
     q = jnp.arange(p)
 
@@ -107,14 +107,17 @@ def play(
     listed = board.shape[0] + 16 if listed is None else listed
     count = captured.sum()
     branch = jnp.where(count == 0, 0, jnp.where(count <= listed, 1, 2))
-    gain_listed = functools.partial(_gain_listed, n=n, size=listed)
-    gain_all = jax.vmap(functools.partial(_gain, n=n))
+    gain_listed = functools.partial(_gain, n=n, size=listed)
+    gain_all = functools.partial(_gain, n=n, size=captured.size)
     chains = jax.lax.switch(branch, [lambda c, *_: c, gain_listed, gain_all], chains, label, captured, mine)
     return board, label, ko, chains
 
 
-def _gain_listed(chains: Chains, label: jax.Array, captured: jax.Array, mine: jax.Array, n: int, size: int) -> Chains:
-    """`_gain` of B games at once ([B, ...]) from a list of their captured stones (at most `size` of them)."""
+def _gain(chains: Chains, label: jax.Array, captured: jax.Array, mine: jax.Array, n: int, size: int) -> Chains:
+    """B games ([B, ...]): the own chains next to captured stones other than the chain through the move (`mine`,
+    counted afresh) gain them as liberties, once per stone and chain, from a list of the captured stones (room for
+    `size`: B + 16 usually, every point B · P for a larger capture). The only stones next to a captured one are own
+    (its own chain was removed whole), so a captured point's distinct neighbour labels below P are own chains."""
     b, p = label.shape
     where = jnp.nonzero(captured.reshape(-1), size=size, fill_value=b * p)[0]  # [size]: game · P + point
     listed = where < b * p
@@ -127,17 +130,3 @@ def _gain_listed(chains: Chains, label: jax.Array, captured: jax.Array, mine: ja
     add = jnp.stack([jnp.ones_like(at), jnp.broadcast_to(point[:, None], at.shape)], -1)
     both = jnp.append(both, jnp.zeros((1, 2), both.dtype), 0).at[at].add(add)[:-1].reshape(b, p + 1, 2)
     return Chains(liberties=both[..., 0], liberty_sum=both[..., 1], size=chains.size)
-
-
-def _gain(chains: Chains, label: jax.Array, captured: jax.Array, mine: jax.Array, n: int) -> Chains:
-    """The own chains next to captured stones [P] other than the chain through the move (`mine`, counted afresh)
-    gain them as liberties, once per stone and chain. The only stones next to a captured one are own (its own chain
-    was removed whole), so a captured point's distinct neighbour labels below P are own chains."""
-    p = n * n
-    d = _distinct_neighbour_labels(label, n)  # [P, 4]
-    at = jnp.where(captured[:, None] & (d != mine), d, p)
-    point = jnp.broadcast_to(jnp.arange(p)[:, None], at.shape)
-    both = (
-        jnp.stack([chains.liberties, chains.liberty_sum], -1).at[at].add(jnp.stack([jnp.ones_like(point), point], -1))
-    )
-    return Chains(liberties=both[:, 0], liberty_sum=both[:, 1], size=chains.size)
