@@ -229,12 +229,18 @@ def _chain_labels(board: jax.Array, n: int) -> jax.Array:
     return lax.while_loop(lambda c: c[1], step, (jnp.where(stone, jnp.arange(p), p), jnp.bool_(True)))[0]
 
 
+def _repeats(labels: jax.Array) -> jax.Array:
+    """[..., 4] neighbour labels -> [..., 4] bool: the label is one of the earlier ones (its chain counted already)."""
+    first = jnp.zeros(labels.shape[:-1] + (1,), bool)
+    later = [(labels[..., :k] == labels[..., k : k + 1]).any(-1, keepdims=True) for k in range(1, 4)]
+    return jnp.concatenate([first, *later], -1)
+
+
 def _distinct_neighbour_labels(label: jax.Array, n: int) -> jax.Array:
     """[P] labels -> [P, 4]: the chain labels next to each point, each chain once (repeats and non-stones -> P)."""
     p = n * n
     nl = _shifted(label, n, p)
-    dup = [jnp.zeros_like(nl[:, 0], bool)] + [(nl[:, :k] == nl[:, k : k + 1]).any(-1) for k in range(1, 4)]
-    return jnp.where(jnp.stack(dup, -1), p, nl)
+    return jnp.where(_repeats(nl), p, nl)
 
 
 def _liberty_counts(board: jax.Array, label: jax.Array, n: int, d: jax.Array | None = None) -> jax.Array:

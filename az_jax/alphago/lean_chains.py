@@ -26,7 +26,15 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from az_jax.alphago.features import _OFF, _dilate, _distinct_neighbour_labels, _play, _tables
+from az_jax.alphago.features import (
+    _OFF,
+    _dilate,
+    _distinct_neighbour_labels,
+    _liberty_counts,
+    _play,
+    _repeats,
+    _tables,
+)
 
 
 @struct.dataclass
@@ -38,13 +46,6 @@ class Chains:
     size: jax.Array  # its stones
 
 
-def _repeats(labels: jax.Array) -> jax.Array:
-    """[..., 4] neighbour labels -> [..., 4] bool: the label is one of the earlier ones (its chain counted already)."""
-    first = jnp.zeros(labels.shape[:-1] + (1,), bool)
-    later = [(labels[..., :k] == labels[..., k : k + 1]).any(-1, keepdims=True) for k in range(1, 4)]
-    return jnp.concatenate([first, *later], -1)
-
-
 def of_board(board: jax.Array, label: jax.Array, n: int) -> Chains:
     """The chains of a [P] board with its labels [P], counted from the whole board (a rollout's start)."""
     p = n * n
@@ -52,7 +53,8 @@ def of_board(board: jax.Array, label: jax.Array, n: int) -> Chains:
     at = jnp.where((board == 0)[:, None], d, p)  # an empty point is a liberty of each chain next to it
     q = jnp.broadcast_to(jnp.arange(p)[:, None], at.shape)
     zeros = jnp.zeros(p + 1, jnp.int32)
-    return Chains(liberties=zeros.at[at].add(1), liberty_sum=zeros.at[at].add(q), size=zeros.at[label].add(1))
+    liberties = _liberty_counts(board, label, n, d)
+    return Chains(liberties=liberties, liberty_sum=zeros.at[at].add(q), size=zeros.at[label].add(1))
 
 
 def play(
