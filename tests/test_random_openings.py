@@ -11,6 +11,7 @@ from az_jax.core import config as config_lib
 from az_jax.core import overrides as overrides_lib
 from az_jax.core import presets as presets_lib
 from az_jax.core import replay, search, selfplay
+from az_jax.runtime import checkpoint as ckpt
 
 from conftest import tiny_network, tiny_variables
 
@@ -85,3 +86,13 @@ def test_config_checks_the_value():
     assert overrides_lib.override(config, ["random_opening_plies=4"]).validate().random_opening_plies == 4
     with pytest.raises(config_lib.ConfigError, match="random_opening_plies must be >= 0"):
         overrides_lib.override(config, ["random_opening_plies=-1"]).validate()
+
+
+def test_a_run_may_resume_with_other_openings():
+    # Only the moves played change, not the saved state's shapes or keys: a resumed run may take more or fewer random
+    # plies (or none), where a key of the state's shapes, such as the replay's size, refuses the run dir.
+    saved = overrides_lib.override(presets_lib.preset("connect_four", "small"), ["random_opening_plies=4"])
+    for plies in ("8", "0"):
+        ckpt.check_compatible(saved, overrides_lib.override(saved, [f"random_opening_plies={plies}"]), "run")
+    with pytest.raises(ckpt.CheckpointError, match="replay_capacity"):
+        ckpt.check_compatible(saved, overrides_lib.override(saved, ["replay_capacity=1024"]), "run")

@@ -261,10 +261,13 @@ _HINTS = typing.get_type_hints(Config)
 
 # Keys that may change when a run is resumed; everything else is fixed by the checkpointed state's shapes or meaning.
 # The learning-rate schedule is a function of the optimizer's step count, not state: a run that diverged resumes from
-# its last good checkpoint with lower learning_rates (az_jax/runtime/loop.py, DivergenceError).
+# its last good checkpoint with lower learning_rates (az_jax/runtime/loop.py, DivergenceError). The random openings
+# change only which moves self-play plays (the same keys are drawn whenever they are on), so a run may resume with
+# more or fewer of them: a schedule of openings over the run.
 RESUMABLE_KEYS = frozenset(
     {
         "num_iterations",
+        "random_opening_plies",
         "learning_rates",
         "lr_boundaries",
         "checkpoint_every",
