@@ -180,9 +180,10 @@ def _hours_go_9x9() -> Config:
     playouts), 1,400 iterations of 16 gradient steps with the rate ×0.1 at 40% and again at 80% of them. Measured (seed
     0, a median 5.0 s an iteration; the two hours' timeout stopped it at iteration 1,356): against GNU Go level 1, 13 of
     40 games at 25 minutes, 23 of 40 at 76 and 25 of 40 at 120 (22 of 40 with other openings); level 5 25 of 40, level
-    10 15 of 40. A slower VM fits fewer iterations in two hours: set num_iterations and lr_boundaries (16 steps an
-    iteration) to what fits. No evaluation during training (a match against GNU Go is
-    `experiments/go_9x9/gnugo_curve.py`, outside the run)."""
+    10 15 of 40. Seed 1 (1,400 iterations in 126 minutes): level 1 30 of 40 at 47 minutes, 25 at 100, 26 at 126 (28
+    with other openings); levels 5 / 10 22 / 23 of 40 at 126. A slower VM fits fewer iterations in two hours: set
+    num_iterations and lr_boundaries (16 steps an iteration) to what fits. No evaluation during training (a match
+    against GNU Go is `experiments/go_9x9/gnugo_curve.py`, outside the run)."""
     return dataclasses.replace(
         _small("go_9x9"),
         liberty_planes=True,
