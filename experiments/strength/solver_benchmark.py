@@ -21,7 +21,7 @@ import numpy as np
 
 from az_jax.evaluation import connect_four_solver as solver_lib
 from az_jax.evaluation.evaluate import evaluate
-from az_jax.evaluation.positions import states_from_moves
+from az_jax.evaluation.positions import Result, states_from_moves
 from az_jax.runtime.agent import load_agent
 from az_jax.runtime.checkpoint import CheckpointError
 
@@ -32,12 +32,17 @@ DEFAULT_POSITIONS = solver_lib.DEFAULT_POSITIONS
 DEPTHS = ((0, 8), (8, 16), (16, 24), (24, 42))
 
 
+def agent_results(agent, positions: solver_lib.PositionSet, simulations: int) -> tuple[Result, Result]:
+    """The agent's raw-policy move (argmax) and its N-simulation search's move in every position."""
+    raw_fn = lambda states, key: jnp.argmax(agent.policy_value(states)[0], axis=-1)
+    raw = solver_lib.evaluate(raw_fn, positions, jax.random.key(0))
+    return raw, solver_lib.evaluate(agent.player(simulations), positions, jax.random.key(1))
+
+
 def benchmark_agent(agent, positions: solver_lib.PositionSet, simulations: int, by_depth: bool = False) -> dict:
     """{"raw": summary, "searchN": summary} and with `by_depth` {"depth": {"a-b": {"raw": share, "searchN": share,
     "positions": n}}} for the buckets of DEPTHS."""
-    raw_fn = lambda states, key: jnp.argmax(agent.policy_value(states)[0], axis=-1)
-    raw = solver_lib.evaluate(raw_fn, positions, jax.random.key(0))
-    search = solver_lib.evaluate(agent.player(simulations), positions, jax.random.key(1))
+    raw, search = agent_results(agent, positions, simulations)
     row = {"raw": raw.summary(), f"search{simulations}": search.summary()}
     if by_depth:
         depth, won, drawn = positions.depth, positions.value == 1, positions.value == 0
