@@ -94,5 +94,7 @@ def test_a_run_may_resume_with_other_openings():
     saved = overrides_lib.override(presets_lib.preset("connect_four", "small"), ["random_opening_plies=4"])
     for plies in ("8", "0"):
         ckpt.check_compatible(saved, overrides_lib.override(saved, [f"random_opening_plies={plies}"]), "run")
+    # self-play's simulations per move likewise (no search tree is kept between plies)
+    ckpt.check_compatible(saved, overrides_lib.override(saved, ["num_simulations=32"]), "run")
     with pytest.raises(ckpt.CheckpointError, match="replay_capacity"):
         ckpt.check_compatible(saved, overrides_lib.override(saved, ["replay_capacity=1024"]), "run")

@@ -263,11 +263,15 @@ _HINTS = typing.get_type_hints(Config)
 # The learning-rate schedule is a function of the optimizer's step count, not state: a run that diverged resumes from
 # its last good checkpoint with lower learning_rates (az_jax/runtime/loop.py, DivergenceError). The random openings
 # change only which moves self-play plays (the same keys are drawn whenever they are on), so a run may resume with
-# more or fewer of them: a schedule of openings over the run.
+# more or fewer of them: a schedule of openings over the run. Self-play's simulations per move likewise: no state
+# keeps a search tree between plies (each ply's tree is built and dropped inside the step), so a run may resume with
+# more simulations for better policy targets late in training (with eval_simulations set, its evaluation games stay
+# at the former count).
 RESUMABLE_KEYS = frozenset(
     {
         "num_iterations",
         "random_opening_plies",
+        "num_simulations",
         "learning_rates",
         "lr_boundaries",
         "checkpoint_every",
