@@ -22,9 +22,8 @@ import numpy as np
 from scipy import stats
 
 from az_jax.evaluation import connect_four_solver as solver_lib
-from az_jax.runtime.agent import load_agent
 from az_jax.runtime.checkpoint import CheckpointError
-from experiments.strength.solver_benchmark import DEFAULT_POSITIONS, agent_results
+from experiments.strength.solver_benchmark import DEFAULT_POSITIONS, agent_results, load_connect_four
 
 
 def paired(a: np.ndarray, b: np.ndarray) -> dict:
@@ -85,12 +84,9 @@ def main(argv=None) -> int:
         results = {}
         for arm, run_dir in (("a", args.run_a), ("b", args.run_b)):
             try:
-                agent = load_agent(run_dir, step)
+                agent = load_connect_four(run_dir, step)
             except CheckpointError as e:
                 print(f"paired_solver: {e}", file=sys.stderr)
-                return 2
-            if agent.config.game != "connect_four":
-                print(f"paired_solver: {run_dir} trains {agent.config.game}, not connect_four", file=sys.stderr)
                 return 2
             results[arm] = agent_results(agent, positions, args.simulations)
         row: dict = {"step": step}

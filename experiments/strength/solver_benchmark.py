@@ -32,6 +32,14 @@ DEFAULT_POSITIONS = solver_lib.DEFAULT_POSITIONS
 DEPTHS = ((0, 8), (8, 16), (16, 24), (24, 42))
 
 
+def load_connect_four(run_dir: str, step: int | None):
+    """load_agent(run_dir, step); CheckpointError (one line) if it does not load or trains another game."""
+    agent = load_agent(run_dir, step)
+    if agent.config.game != "connect_four":
+        raise CheckpointError(f"{run_dir} trains {agent.config.game}, not connect_four")
+    return agent
+
+
 def agent_results(agent, positions: solver_lib.PositionSet, simulations: int) -> tuple[Result, Result]:
     """The agent's raw-policy move (argmax) and its N-simulation search's move in every position."""
     raw_fn = lambda states, key: jnp.argmax(agent.policy_value(states)[0], axis=-1)
@@ -98,12 +106,9 @@ def main(argv=None) -> int:
     steps = [int(k) for k in args.steps.split(",")] if args.steps else [args.step]
     for run_dir, step in [(r, k) for r in args.run_dirs for k in steps]:
         try:
-            agent = load_agent(run_dir, step)
+            agent = load_connect_four(run_dir, step)
         except CheckpointError as e:
             print(f"solver_benchmark: {e}", file=sys.stderr)
-            return 2
-        if agent.config.game != "connect_four":
-            print(f"solver_benchmark: {run_dir} trains {agent.config.game}, not connect_four", file=sys.stderr)
             return 2
         if args.search:
             agent = dataclasses.replace(agent, config=dataclasses.replace(agent.config, eval_search=args.search))
