@@ -26,6 +26,11 @@ from az_jax.runtime.checkpoint import CheckpointError
 from experiments.strength.solver_benchmark import DEFAULT_POSITIONS, agent_results, load_connect_four
 
 
+def _sign_test(a_only: int, b_only: int) -> float:
+    """McNemar's exact two-sided p-value of the discordant counts (1 when there are none)."""
+    return float(stats.binomtest(b_only, a_only + b_only).pvalue) if a_only + b_only else 1.0
+
+
 def paired(a: np.ndarray, b: np.ndarray) -> dict:
     """Two [P] bool arrays (optimal move or not, same positions) -> shares, discordant counts, B − A with its paired
     standard error, and McNemar's exact two-sided p-value."""
@@ -33,7 +38,6 @@ def paired(a: np.ndarray, b: np.ndarray) -> dict:
     a_only, b_only = int((a & ~b).sum()), int((b & ~a).sum())
     diff = (b_only - a_only) / n
     se = float(np.sqrt(max(a_only + b_only - (b_only - a_only) ** 2 / n, 0.0)) / n)
-    p = float(stats.binomtest(b_only, a_only + b_only).pvalue) if a_only + b_only else 1.0
     return {
         "a": float(a.mean()),
         "b": float(b.mean()),
@@ -41,7 +45,7 @@ def paired(a: np.ndarray, b: np.ndarray) -> dict:
         "b_only": b_only,
         "diff": diff,
         "se": se,
-        "p": p,
+        "p": _sign_test(a_only, b_only),
     }
 
 
@@ -53,7 +57,7 @@ def pooled(rows: list[dict]) -> dict:
     return {
         "a_only": a_only,
         "b_only": b_only,
-        "p_summed": float(stats.binomtest(b_only, a_only + b_only).pvalue) if a_only + b_only else 1.0,
+        "p_summed": _sign_test(a_only, b_only),
         "mean_diff": float(diffs.mean()),
         "sd_diff": float(diffs.std(ddof=1)) if diffs.size > 1 else 0.0,
         "checkpoints": int(diffs.size),
