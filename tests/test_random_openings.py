@@ -20,9 +20,10 @@ pytestmark = pytest.mark.usefixtures("fast_compiles")  # a tiny program: XLA's o
 NUM_GAMES, PLIES = 700, 4
 
 
-def _play(random_opening_plies):
+def _play(random_opening_plies, after_rate_step=0, optimizer_step=None):
     """700 connect-four games, 4 plies each, greedy Gumbel-8 search without its Gumbel noise (so every game would
-    play the same moves); returns the buffer's observations and policy targets as [ply, game, ...]."""
+    play the same moves); returns the buffer's observations and policy targets as [ply, game, ...]. With
+    `after_rate_step` the learner's rate step is at step 100 and `optimizer_step` is the learner's count."""
     env, _ = envs.make_env("connect_four")
     net = tiny_network(env.num_actions)
     obs = env.init(jax.random.key(0)).observation
@@ -32,6 +33,8 @@ def _play(random_opening_plies):
         num_plies=PLIES,
         sampling_moves=0,
         random_opening_plies=random_opening_plies,
+        random_opening_plies_after_rate_step=after_rate_step,
+        rate_step=100,
     )
     games = selfplay.init(env, jax.random.key(2), NUM_GAMES)
     buffer = replay.init(
@@ -39,7 +42,15 @@ def _play(random_opening_plies):
     )  # ply t, game b: row t·B+b
     play = jax.jit(
         lambda games, buffer, key: selfplay.play(
-            env, lambda v, o: net.apply(v, o, train=False), variables, settings, games, buffer, key, jnp.int32(0)
+            env,
+            lambda v, o: net.apply(v, o, train=False),
+            variables,
+            settings,
+            games,
+            buffer,
+            key,
+            jnp.int32(0),
+            optimizer_step=None if optimizer_step is None else jnp.int32(optimizer_step),
         )
     )
     _, buffer, _ = jax.tree.map(np.asarray, play(games, buffer, jax.random.key(3)))
@@ -80,12 +91,27 @@ def test_without_the_switch_every_game_opens_alike():
     assert counts.max() == NUM_GAMES  # greedy search without noise, one network: one first move
 
 
+def test_the_random_plies_change_at_the_rate_step():
+    # None before the learner's rate step (step 99 < 100): greedy search without noise, every game opens alike
+    before, _ = _play(random_opening_plies=0, after_rate_step=2, optimizer_step=99)
+    assert np.bincount(_first_columns(before), minlength=7).max() == NUM_GAMES
+    # two from the step on (step 100): the first stones spread over the 7 columns, each count Binomial(700, 1/7)
+    # (mean 100, sd 9.3; 60-140 is more than 4 sd either side)
+    after, _ = _play(random_opening_plies=0, after_rate_step=2, optimizer_step=100)
+    counts = np.bincount(_first_columns(after), minlength=7)
+    assert counts.min() >= 60 and counts.max() <= 140, counts
+
+
 def test_config_checks_the_value():
     config = presets_lib.preset("tic_tac_toe", "small")
     assert config.random_opening_plies == 0  # off unless asked for
     assert overrides_lib.override(config, ["random_opening_plies=4"]).validate().random_opening_plies == 4
     with pytest.raises(config_lib.ConfigError, match="random_opening_plies must be >= 0"):
         overrides_lib.override(config, ["random_opening_plies=-1"]).validate()
+    with pytest.raises(config_lib.ConfigError, match="random_opening_plies_after_rate_step must be >= 0"):
+        overrides_lib.override(config, ["random_opening_plies_after_rate_step=-2"]).validate()
+    with pytest.raises(config_lib.ConfigError, match="needs a rate step"):
+        overrides_lib.override(config, ["random_opening_plies_after_rate_step=8", "lr_boundaries="]).validate()
 
 
 def test_a_run_may_resume_with_other_openings():
@@ -94,6 +120,9 @@ def test_a_run_may_resume_with_other_openings():
     saved = overrides_lib.override(presets_lib.preset("connect_four", "small"), ["random_opening_plies=4"])
     for plies in ("8", "0"):
         ckpt.check_compatible(saved, overrides_lib.override(saved, [f"random_opening_plies={plies}"]), "run")
+        ckpt.check_compatible(
+            saved, overrides_lib.override(saved, [f"random_opening_plies_after_rate_step={plies}"]), "run"
+        )
     # self-play's simulations per move likewise (no search tree is kept between plies)
     ckpt.check_compatible(saved, overrides_lib.override(saved, ["num_simulations=32"]), "run")
     with pytest.raises(ckpt.CheckpointError, match="replay_capacity"):

@@ -61,6 +61,10 @@ class Config:
     # still searched and stored with its search's targets; only the move played is random), so that games start from
     # many openings and self-play cannot settle into one drawn line. 0: off (the papers).
     random_opening_plies: int = 0
+    # NOT IN THE PAPERS: from the first learning-rate step on (the optimizer's step count at lr_boundaries[0]) self-play
+    # plays this many random plies instead of `random_opening_plies`: more varied positions for the lower rate to fit.
+    # 0: no change at the step.
+    random_opening_plies_after_rate_step: int = 0
     max_num_considered_actions: int = 16  # Gumbel search only: actions kept by sequential halving
     # Forced playouts and policy target pruning (KataGo: Wu 2019, §3.2), PUCT self-play only: every root child that
     # has been visited gets at least n_forced(c) = sqrt(k · P(c) · Σ N) visits, and the policy target then takes back
@@ -271,6 +275,7 @@ RESUMABLE_KEYS = frozenset(
     {
         "num_iterations",
         "random_opening_plies",
+        "random_opening_plies_after_rate_step",
         "num_simulations",
         "learning_rates",
         "lr_boundaries",

@@ -4,7 +4,9 @@ Each stored position keeps observation, search policy π, legal mask and mover; 
 ends (replay.resolve). Moves are sampled from the search policy for the first `sampling_moves` plies of each game and
 chosen greedily by visit count afterwards (AlphaGo Zero, Silver et al., Nature 2017, Methods, "Self-play"; AlphaZero
 keeps the AGZ cut-off of 30 by default). With `random_opening_plies` K > 0 (not in the papers) the first K plies of
-each game are uniformly random legal moves instead; their positions are searched and stored like any other.
+each game are uniformly random legal moves instead (from the learner's first rate step on,
+`random_opening_plies_after_rate_step` of them when that is set); their positions are searched and stored like any
+other.
 With `resign` (AlphaGo Zero, az_jax/core/resign.py) a game also ends when its mover resigns; the resigning side loses.
 With KataGo's auxiliary targets on, the final position of each game that ends is also scored for ownership and margin
 (GameSpec.final_targets), which reach its positions with z.
@@ -42,6 +44,10 @@ class SelfPlayConfig:
     num_plies: int  # S: plies every game advances per call
     sampling_moves: int  # plies of each game sampled ∝ visits (τ = 1), then greedy
     random_opening_plies: int = 0  # plies of each game played uniformly at random (still searched and stored)
+    # from the optimizer's step count `rate_step` on, this many instead (Config.random_opening_plies_after_rate_step);
+    # 0: no change
+    random_opening_plies_after_rate_step: int = 0
+    rate_step: int = 0
     resign_disabled_fraction: float | None = None  # resignation on (AlphaGo Zero): the fraction of games played out
     # Playout cap randomization (KataGo, Wu 2019, §3.1): with probability `full_search_fraction` a ply is searched
     # by `search`, else by `fast_search` (fewer simulations, no root noise), and only fully searched positions are
@@ -64,6 +70,8 @@ class SelfPlayConfig:
             num_plies=config.selfplay_steps,
             sampling_moves=config.sampling_moves,
             random_opening_plies=config.random_opening_plies,
+            random_opening_plies_after_rate_step=config.random_opening_plies_after_rate_step,
+            rate_step=config.lr_boundaries[0] if config.lr_boundaries else 0,
             resign_disabled_fraction=config.resign_disabled_fraction if config.resign else None,
             fast_search=dataclasses.replace(search, num_simulations=config.fast_simulations, dirichlet_fraction=0.0)
             if capped
@@ -131,6 +139,7 @@ def play(
     rng_key: jax.Array,
     first_ply: jax.Array,
     v_resign: jax.Array | None = None,
+    optimizer_step: jax.Array | None = None,
 ) -> tuple[SelfPlayState, replay_lib.ReplayBuffer, dict]:
     """Plays `settings.num_plies` plies of every game ([B] of them) and writes them to `buffer`; the key is consumed.
 
@@ -139,9 +148,20 @@ def play(
     resignation also "resigned", the games resigned, and "resign_counts", resign.outcome_counts of the played-out
     games).
     `v_resign` ([] float) is the resignation threshold when `settings.resign_disabled_fraction` is not None.
+    `optimizer_step` ([] int) is the learner's step count, which sets the random plies when
+    `settings.random_opening_plies_after_rate_step` is on.
     """
     num_games = state.ply.shape[0]
     resigning = settings.resign_disabled_fraction is not None
+    opening_plies: int | jax.Array = settings.random_opening_plies  # [] plies played at random in this call
+    if settings.random_opening_plies_after_rate_step:
+        assert optimizer_step is not None  # the schedule is the learner's
+        opening_plies = jnp.where(
+            optimizer_step >= settings.rate_step,
+            settings.random_opening_plies_after_rate_step,
+            settings.random_opening_plies,
+        )
+    random_openings = bool(settings.random_opening_plies or settings.random_opening_plies_after_rate_step)
 
     def step(carry, xs):
         state, buffer = carry
@@ -149,7 +169,7 @@ def play(
         search_key, reset_key = jax.random.split(key)
         if resigning:
             reset_key, resign_key = jax.random.split(reset_key)
-        if settings.random_opening_plies:
+        if random_openings:
             reset_key, opening_key = jax.random.split(reset_key)
         games = state.env
         legal = games.legal_action_mask
@@ -171,9 +191,9 @@ def play(
                 full, searched(settings.search), searched(settings.fast_search), search_key
             )
         action = jnp.where(state.ply < settings.sampling_moves, sampled, greedy)  # [B]
-        if settings.random_opening_plies:  # a uniformly random legal move in each game's first plies
+        if random_openings:  # a uniformly random legal move in each game's first plies
             uniform = jax.random.categorical(opening_key, jnp.where(legal, 0.0, -jnp.inf))  # [B]
-            action = jnp.where(state.ply < settings.random_opening_plies, uniform, action)
+            action = jnp.where(state.ply < opening_plies, uniform, action)
         buffer = replay_lib.add(
             buffer,
             ply_index,

@@ -112,6 +112,12 @@ def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -
         )
     if config.random_opening_plies < 0:
         raise ConfigError(f"random_opening_plies must be >= 0, got {config.random_opening_plies}")
+    if config.random_opening_plies_after_rate_step < 0:
+        raise ConfigError(
+            f"random_opening_plies_after_rate_step must be >= 0, got {config.random_opening_plies_after_rate_step}"
+        )
+    if config.random_opening_plies_after_rate_step and not config.lr_boundaries:
+        raise ConfigError("random_opening_plies_after_rate_step needs a rate step (lr_boundaries is empty)")
     if config.train_ratio <= 0:
         raise ConfigError(f"train_ratio must be > 0, got {config.train_ratio}")
     if config.c_base <= 0 or config.c_init < 0:
