@@ -169,7 +169,7 @@ def selfplay(
         rng_key,
         first_ply=state.iteration * setup.selfplay.num_plies,
         v_resign=None if state.resign is None else state.resign.v_resign,
-        optimizer_step=optax.tree_utils.tree_get(state.opt_state, "count"),
+        optimizer_step=learner.step_count(state.opt_state),
     )
 
 

@@ -52,12 +52,17 @@ def make_optimizer(
     return optax.sgd(learning_rate=make_schedule(values, config.lr_boundaries), momentum=config.momentum)
 
 
+def step_count(opt_state) -> jax.Array:
+    """[] int32: the gradient steps taken so far, as the optimizer's schedule counts them."""
+    return optax.tree_utils.tree_get(opt_state, "count")
+
+
 def current_learning_rate(
     config: Config, opt_state, learning_rates: Sequence[float] | jax.Array | None = None
 ) -> jax.Array:
     """The learning rate the next gradient step will use (the schedule at the optimizer's step count)."""
     values = config.learning_rates if learning_rates is None else learning_rates
-    return make_schedule(values, config.lr_boundaries)(optax.tree_utils.tree_get(opt_state, "count"))
+    return make_schedule(values, config.lr_boundaries)(step_count(opt_state))
 
 
 def loss_fn(
