@@ -161,7 +161,7 @@ def test_engine_kept_tree_does_not_fill_an_eye():
         and int(jnp.argmax(wants_0_then_8_80({}, CORNER_EYE.observation[None])[0][0])) == 0
     )
     config = config_lib.Config(game="go_9x9", eye_rule="play")
-    setup = types.SimpleNamespace(apply_fn=wants_0_then_8_80)
+    setup = types.SimpleNamespace(play_apply=wants_0_then_8_80)  # greedy play's network (Setup.play_apply)
     ts = TreeSearch(types.SimpleNamespace(config=config, variables={}, env=ENV, setup=setup), capacity=64, chunk=8)
     ts.reset(CORNER_EYE)
     think(ts, max_visits=16)

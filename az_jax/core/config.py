@@ -91,6 +91,11 @@ class Config:
     # AlphaGo Zero: each network evaluation in the search (root and leaves) sees its position under a random symmetry of
     # the game (envs/symmetries.py)
     search_symmetries: bool = False
+    # AlphaGo (Silver et al. 2016, Methods, "Symmetries": its raw network evaluation): greedy play outside self-play
+    # (evaluation, gating, `az-jax play`, Agent, the engines) evaluates every position under all the game's symmetries
+    # at once and averages them, the policy's probabilities mapped back to the position and the values (the "explicit
+    # symmetry ensemble"), at K× the network work (K = 2 on connect four, 8 on Go). Self-play is unchanged
+    eval_symmetry_ensemble: bool = False
     # Playout cap randomization (KataGo: Wu, "Accelerating Self-Play Learning in Go", 2019, §3.1): each ply is searched
     # with `num_simulations` (a full search, with root noise) with probability p, else with `fast_simulations` (no
     # root noise); only the fully searched positions are trained on (policy and value), so more games are finished per
@@ -287,5 +292,6 @@ RESUMABLE_KEYS = frozenset(
         "eval_opponents",
         "eval_search",
         "eval_solver_simulations",
+        "eval_symmetry_ensemble",
     }
 )

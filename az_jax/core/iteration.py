@@ -85,6 +85,14 @@ class Setup:
     learn_apply: learner.LearnApplyFn  # learning: batch statistics synchronised over DEVICE_AXIS
     selfplay: selfplay_lib.SelfPlayConfig  # self-play's search and move settings
 
+    @property
+    def play_apply(self) -> search_lib.ApplyFn:
+        """The network of greedy play outside self-play (evaluation, gating, Agent, the engines): `apply_fn`, or with
+        `eval_symmetry_ensemble` its average over the game's symmetries (search_lib.symmetry_ensemble)."""
+        if self.config.eval_symmetry_ensemble:
+            return search_lib.symmetry_ensemble(self.apply_fn, self.config.game)
+        return self.apply_fn
+
     def play_search(self, num_simulations: int) -> search_lib.SearchConfig:
         """The search of greedy play (gating, evaluation) at `num_simulations`."""
         return search_lib.SearchConfig.for_play(self.config, num_simulations)
@@ -318,7 +326,7 @@ def iteration(setup: Setup, state: TrainState, learning_rates: jax.Array | None 
 def greedy_player(setup: Setup, variables: dict, num_simulations: int) -> arena.PlayerFn:
     """(states [B, ...], key) -> actions [B]: the network with `variables` playing greedily by search."""
     search = setup.play_search(num_simulations)
-    return lambda states, key: search_lib.greedy_search(setup.apply_fn, setup.env, variables, key, states, search)[0]
+    return lambda states, key: search_lib.greedy_search(setup.play_apply, setup.env, variables, key, states, search)[0]
 
 
 def gate(
@@ -348,7 +356,7 @@ def position_moves(
 ) -> tuple[jax.Array, jax.Array]:
     """This device's moves in its share of a set of positions `states` [n, ...]: the raw policy's argmax over legal
     moves and the greedy search's move at `num_simulations`, each [n]. The key (replicated) is consumed."""
-    logits = setup.apply_fn(variables, states.observation)[0]  # [n, A]
+    logits = setup.play_apply(variables, states.observation)[0]  # [n, A]
     raw = jnp.argmax(search_lib.mask_logits(logits, states.legal_action_mask), axis=-1)
     return raw, greedy_player(setup, variables, num_simulations)(states, device_key(rng_key))
 

@@ -67,7 +67,8 @@ class SearchConfig:
     @classmethod
     def for_play(cls, config: "Config", num_simulations: int) -> "SearchConfig":
         """Greedy play outside self-play (evaluation, gating, Agent): the acting search (`eval_search`, else
-        `search`), no root noise, no Gumbel noise."""
+        `search`), no root noise, no Gumbel noise; with `eval_symmetry_ensemble` no random symmetry either (the
+        network it searches with, `Setup.play_apply`, sees them all)."""
         return dataclasses.replace(
             cls.for_selfplay(config),
             num_simulations=num_simulations,
@@ -75,6 +76,7 @@ class SearchConfig:
             dirichlet_fraction=0.0,
             gumbel_scale=0.0,
             forced_playouts_k=0.0,
+            symmetry_game=None if config.eval_symmetry_ensemble else cls.for_selfplay(config).symmetry_game,
             pass_check_game=config.game if config.pass_check and get_game(config.game).checked_pass else None,
             eye_rule_game=config.game if config.eye_rule != "off" else None,
         )
@@ -106,6 +108,24 @@ def predict(
     sym = symmetries_lib.random_symmetry(symmetry_game, rng_key, observation.shape[0])  # [B]
     logits, value = apply_fn(variables, symmetries_lib.transform_observation(symmetry_game, sym, observation))
     return symmetries_lib.inverse_policy(symmetry_game, sym, logits), value
+
+
+def symmetry_ensemble(apply_fn: ApplyFn, game: str) -> ApplyFn:
+    """`apply_fn` averaged over all K symmetries d_j of `game` (AlphaGo, Silver et al. 2016, Methods, "Symmetries",
+    the explicit symmetry ensemble): v̄(s) = 1/K Σ_j v(d_j(s)), p̄(·|s) = 1/K Σ_j d_j⁻¹(p(·|d_j(s))), the probabilities
+    averaged and returned as their logarithm (logits [B, A], values [B]). One network call on the K·B observations."""
+    k = symmetries_lib.num_symmetries(game)
+
+    def ensemble(variables, observation):
+        batch = observation.shape[0]
+        sym = jnp.repeat(jnp.arange(k, dtype=jnp.int32), batch)  # [K·B]: all B positions under d_0, then d_1, ...
+        tiled = jnp.concatenate([observation] * k)  # [K·B, ...]
+        logits, value = apply_fn(variables, symmetries_lib.transform_observation(game, sym, tiled))
+        probs = symmetries_lib.inverse_policy(game, sym, jax.nn.softmax(logits, axis=-1))  # [K·B, A], back in place
+        mean_probs = probs.reshape(k, batch, -1).mean(axis=0)  # [B, A]
+        return jnp.log(mean_probs), value.reshape(k, batch).mean(axis=0)
+
+    return ensemble
 
 
 def allowed_moves(states: pgx.State, eye_rule_game: str | None = None) -> jax.Array:

@@ -159,7 +159,7 @@ def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -
     if config.compact_replay and not get_game(config.game).max_legal_actions:
         games = ", ".join(g for g, spec in GAMES.items() if spec.max_legal_actions)
         raise ConfigError(f"compact_replay needs a game whose legal moves are bounded below its actions: {games}")
-    for key in ["augment_symmetries", "search_symmetries"]:
+    for key in ["augment_symmetries", "search_symmetries", "eval_symmetry_ensemble"]:
         if getattr(config, key) and not get_game(config.game).symmetries:
             raise ConfigError(
                 f"{key} needs a game with board symmetries; {config.game} declares none "

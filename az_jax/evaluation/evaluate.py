@@ -51,7 +51,7 @@ def write_games(directory: str, game: str, a: str, b: str, games: list[match_lib
 
 # The config keys of greedy play alone, which a match may set for the agent (`az-jax eval --set`): none changes the
 # network or what its checkpoint holds
-PLAY_KEYS = ("eval_search", "pass_check", "eye_rule")
+PLAY_KEYS = ("eval_search", "pass_check", "eye_rule", "eval_symmetry_ensemble")
 
 
 def with_play_settings(agent, play: tuple[str, ...]):

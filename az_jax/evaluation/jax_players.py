@@ -50,7 +50,7 @@ def network_apply(config, simulations: int) -> Callable:
 
     def apply(variables, states, key):
         if simulations == 0:
-            logits, _ = setup.apply_fn(variables, states.observation)
+            logits, _ = setup.play_apply(variables, states.observation)
             return jnp.argmax(jnp.where(states.legal_action_mask, logits, -jnp.inf), axis=-1)
         return greedy_player(setup, variables, simulations)(states, key)
 

@@ -335,7 +335,7 @@ class TreeSearch:
         config = agent.config
         evaluator = agent.tree_evaluator(env) if hasattr(agent, "tree_evaluator") else None  # an AlphaGo agent's
         eye_rule_game = config.game if getattr(config, "eye_rule", "off") != "off" else None  # AlphaGo's: no key
-        evaluator = evaluator or network_evaluator(agent.setup.apply_fn, self.env, eye_rule_game)
+        evaluator = evaluator or network_evaluator(agent.setup.play_apply, self.env, eye_rule_game)
         self._programs = _programs(evaluator, self.env, config.c_init, config.c_base, capacity, search, leaves, n_vl)
         self.leaves = leaves
         self.n_thr = evaluator.n_thr

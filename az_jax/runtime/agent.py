@@ -40,7 +40,7 @@ class Agent:
     @functools.cached_property
     def _policy_value(self):
         def fn(variables, states):
-            logits, value = self.setup.apply_fn(variables, states.observation)
+            logits, value = self.setup.play_apply(variables, states.observation)
             return jax.nn.softmax(search_lib.mask_logits(logits, states.legal_action_mask)), value
 
         return jax.jit(fn)
@@ -52,7 +52,7 @@ class Agent:
 
     def _greedy_search(self, variables, states, key, num_simulations: int):
         return search_lib.greedy_search(
-            self.setup.apply_fn, self.env, variables, key, states, self.setup.play_search(num_simulations)
+            self.setup.play_apply, self.env, variables, key, states, self.setup.play_search(num_simulations)
         )
 
     @functools.cached_property

@@ -2,7 +2,7 @@
 the other does not, at the same checkpoints (az_jax/evaluation/connect_four_solver.py).
 
     python -m experiments.strength.paired_solver RUN_A RUN_B --steps K1,K2,... [--simulations 64]
-        [--positions experiments/data/connect_four_positions.jsonl] [--json FILE]
+        [--positions experiments/data/connect_four_positions.jsonl] [--json FILE] [--ensemble-b]
 
 Two shares of one position set differ by less noise than two independent shares: only the positions where exactly
 one run is right carry the difference. For each checkpoint and for the raw policy and the N-simulation search, it
@@ -10,7 +10,8 @@ prints both shares, those discordant counts (A right and B wrong, B right and A 
 paired standard error sqrt(n_AB + n_BA − (n_AB − n_BA)²/P) / P, and the two-sided exact sign-test p-value of the
 discordant counts (McNemar's exact test). Summed over the checkpoints, the counts are not independent draws (the same
 positions come back at every checkpoint), so the pooled p-value is an indication, not a test; the per-checkpoint
-differences are also given as a mean and their spread.
+differences are also given as a mean and their spread. With `--ensemble-b` run B acts with `eval_symmetry_ensemble`
+on; RUN_B may then be RUN_A, to measure the ensemble alone.
 """
 
 import argparse
@@ -23,7 +24,12 @@ from scipy import stats
 
 from az_jax.evaluation import connect_four_solver as solver_lib
 from az_jax.runtime.checkpoint import CheckpointError
-from experiments.strength.solver_benchmark import DEFAULT_POSITIONS, agent_results, load_connect_four
+from experiments.strength.solver_benchmark import (
+    DEFAULT_POSITIONS,
+    agent_results,
+    load_connect_four,
+    with_symmetry_ensemble,
+)
 
 
 def _sign_test(a_only: int, b_only: int) -> float:
@@ -72,6 +78,7 @@ def main(argv=None) -> int:
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--positions", default=DEFAULT_POSITIONS)
     parser.add_argument("--json", default=None, help="write the comparison here (an existing file is kept)")
+    parser.add_argument("--ensemble-b", action="store_true", help="run B acts with eval_symmetry_ensemble on")
     args = parser.parse_args(argv)
     if args.json and os.path.exists(args.json):
         print(f"paired_solver: {args.json} exists; not overwriting it", file=sys.stderr)
@@ -92,6 +99,8 @@ def main(argv=None) -> int:
             except CheckpointError as e:
                 print(f"paired_solver: {e}", file=sys.stderr)
                 return 2
+            if arm == "b" and args.ensemble_b:
+                agent = with_symmetry_ensemble(agent)
             results[arm] = agent_results(agent, positions, args.simulations)
         row: dict = {"step": step}
         for i, name in enumerate(measures):
@@ -115,6 +124,7 @@ def main(argv=None) -> int:
             "positions": args.positions,
             "num_positions": int(positions.moves.shape[0]),
             "simulations": args.simulations,
+            "ensemble_b": args.ensemble_b,
             "checkpoints": rows,
             "over_checkpoints": summary,
         }

@@ -4,7 +4,7 @@ and optionally its score against rollout MCTS (`az-jax eval`).
 
     python -m experiments.strength.solver_benchmark RUN_DIR [RUN_DIR ...] [--step K | --steps K1,K2,...]
         [--simulations 64] [--positions experiments/data/connect_four_positions.jsonl]
-        [--mcts 200,1000 --games 100] [--json FILE] [--by-depth] [--search puct|gumbel]
+        [--mcts 200,1000 --games 100] [--json FILE] [--by-depth] [--search puct|gumbel] [--symmetry-ensemble]
 
 Any other connect-four player is scored the same way: wrap it as a `(states, key) -> actions` function and call
 `connect_four_solver.evaluate`.
@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from az_jax.evaluation import connect_four_solver as solver_lib
-from az_jax.evaluation.evaluate import evaluate
+from az_jax.evaluation.evaluate import evaluate, with_play_settings
 from az_jax.evaluation.positions import Result, states_from_moves
 from az_jax.runtime.agent import load_agent
 from az_jax.runtime.checkpoint import CheckpointError
@@ -38,6 +38,14 @@ def load_connect_four(run_dir: str, step: int | None):
     if agent.config.game != "connect_four":
         raise CheckpointError(f"{run_dir} trains {agent.config.game}, not connect_four")
     return agent
+
+
+ENSEMBLE = ("eval_symmetry_ensemble=true",)  # the greedy-play setting of --symmetry-ensemble
+
+
+def with_symmetry_ensemble(agent):
+    """The agent acting with `eval_symmetry_ensemble` on (the same weights)."""
+    return with_play_settings(agent, ENSEMBLE)
 
 
 def agent_results(agent, positions: solver_lib.PositionSet, simulations: int) -> tuple[Result, Result]:
@@ -97,6 +105,11 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--search", choices=("puct", "gumbel"), default=None, help="the search to score (default: the run's own)"
     )
+    parser.add_argument(
+        "--symmetry-ensemble",
+        action="store_true",
+        help="act with eval_symmetry_ensemble on (the solver shares and --mcts)",
+    )
     args = parser.parse_args(argv)
     try:
         positions = solver_lib.load(args.positions)
@@ -112,8 +125,16 @@ def main(argv=None) -> int:
             return 2
         if args.search:
             agent = dataclasses.replace(agent, config=dataclasses.replace(agent.config, eval_search=args.search))
+        if args.symmetry_ensemble:
+            agent = with_symmetry_ensemble(agent)
         scores = benchmark_agent(agent, positions, args.simulations, args.by_depth)
-        row = {"run_dir": run_dir, "step": agent.step, "search": agent.config.acting_search, **scores}
+        row = {
+            "run_dir": run_dir,
+            "step": agent.step,
+            "search": agent.config.acting_search,
+            "symmetry_ensemble": agent.config.eval_symmetry_ensemble,
+            **scores,
+        }
         print(f"{run_dir} @ {agent.step} ({agent.config.acting_search} search)")
         for name in ("raw", f"search{args.simulations}"):
             print("  " + line(name, row[name]))
@@ -131,6 +152,7 @@ def main(argv=None) -> int:
                 step=agent.step,
                 simulations=args.simulations,
                 save_games=False,
+                play=ENSEMBLE if args.symmetry_ensemble else (),
                 log=lambda *a: None,
             )
             row[f"vs_mcts{sims}"] = summary.to_json()

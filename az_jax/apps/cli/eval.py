@@ -60,7 +60,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a setting of the agent's greedy play for this match (eval_search, pass_check, eye_rule); repeatable",
+        help=(
+            "a setting of the agent's greedy play for this match (eval_search, pass_check, eye_rule, "
+            "eval_symmetry_ensemble); repeatable"
+        ),
     )
     add_weights(parser)
     return parser

@@ -111,7 +111,9 @@ def _run_plan(args, programs: tuple[str, ...], log):
     in_training.check_opponents(config)
 
     def engine(setup, variables, sharding):
-        return tree_search.engine_programs(setup.apply_fn, setup.env, config.c_init, config.c_base, variables, sharding)
+        return tree_search.engine_programs(
+            setup.play_apply, setup.env, config.c_init, config.c_base, variables, sharding
+        )
 
     def plan(target):
         result = preflight.plan(config, target, programs, args.iteration_seconds, log, engine, in_training.evaluation)
