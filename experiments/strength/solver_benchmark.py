@@ -11,7 +11,6 @@ Any other connect-four player is scored the same way: wrap it as a `(states, key
 """
 
 import argparse
-import dataclasses
 import json
 import sys
 
@@ -103,7 +102,10 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None, help="append one JSON line per run to this file")
     parser.add_argument("--by-depth", action="store_true", help="also the shares by stones on the board")
     parser.add_argument(
-        "--search", choices=("puct", "gumbel"), default=None, help="the search to score (default: the run's own)"
+        "--search",
+        choices=("puct", "gumbel"),
+        default=None,
+        help="the search to score, solver shares and --mcts (default: the run's own)",
     )
     parser.add_argument(
         "--symmetry-ensemble",
@@ -123,10 +125,9 @@ def main(argv=None) -> int:
         except CheckpointError as e:
             print(f"solver_benchmark: {e}", file=sys.stderr)
             return 2
-        if args.search:
-            agent = dataclasses.replace(agent, config=dataclasses.replace(agent.config, eval_search=args.search))
-        if args.symmetry_ensemble:
-            agent = with_symmetry_ensemble(agent)
+        # the greedy-play settings this scoring changes (evaluate.PLAY_KEYS), for the solver shares and --mcts alike
+        play = ((f"eval_search={args.search}",) if args.search else ()) + (ENSEMBLE if args.symmetry_ensemble else ())
+        agent = with_play_settings(agent, play)
         scores = benchmark_agent(agent, positions, args.simulations, args.by_depth)
         row = {
             "run_dir": run_dir,
@@ -152,7 +153,7 @@ def main(argv=None) -> int:
                 step=agent.step,
                 simulations=args.simulations,
                 save_games=False,
-                play=ENSEMBLE if args.symmetry_ensemble else (),
+                play=play,
                 log=lambda *a: None,
             )
             row[f"vs_mcts{sims}"] = summary.to_json()
