@@ -16,6 +16,7 @@ averaged across devices with collectives. Nothing here talks to the host; the re
 """
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,10 +86,11 @@ class Setup:
     learn_apply: learner.LearnApplyFn  # learning: batch statistics synchronised over DEVICE_AXIS
     selfplay: selfplay_lib.SelfPlayConfig  # self-play's search and move settings
 
-    @property
+    @functools.cached_property
     def play_apply(self) -> search_lib.ApplyFn:
         """The network of greedy play outside self-play (evaluation, gating, Agent, the engines): `apply_fn`, or with
-        `eval_symmetry_ensemble` its average over the game's symmetries (search_lib.symmetry_ensemble)."""
+        `eval_symmetry_ensemble` its average over the game's symmetries (search_lib.symmetry_ensemble). Made once per
+        Setup, so every program that closes over it sees the same function."""
         if self.config.eval_symmetry_ensemble:
             return search_lib.symmetry_ensemble(self.apply_fn, self.config.game)
         return self.apply_fn

@@ -69,14 +69,15 @@ class SearchConfig:
         """Greedy play outside self-play (evaluation, gating, Agent): the acting search (`eval_search`, else
         `search`), no root noise, no Gumbel noise; with `eval_symmetry_ensemble` no random symmetry either (the
         network it searches with, `Setup.play_apply`, sees them all)."""
+        selfplay = cls.for_selfplay(config)
         return dataclasses.replace(
-            cls.for_selfplay(config),
+            selfplay,
             num_simulations=num_simulations,
             algorithm=config.acting_search,
             dirichlet_fraction=0.0,
             gumbel_scale=0.0,
             forced_playouts_k=0.0,
-            symmetry_game=None if config.eval_symmetry_ensemble else cls.for_selfplay(config).symmetry_game,
+            symmetry_game=None if config.eval_symmetry_ensemble else selfplay.symmetry_game,
             pass_check_game=config.game if config.pass_check and get_game(config.game).checked_pass else None,
             eye_rule_game=config.game if config.eye_rule != "off" else None,
         )
