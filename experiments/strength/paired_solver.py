@@ -2,7 +2,7 @@
 the other does not, at the same checkpoints (az_jax/evaluation/connect_four_solver.py).
 
     python -m experiments.strength.paired_solver RUN_A RUN_B --steps K1,K2,... [--simulations 64]
-        [--positions experiments/data/connect_four_positions.jsonl] [--json FILE] [--ensemble-b]
+        [--positions experiments/data/connect_four_positions.jsonl] [--json FILE] [--ensemble-b] [--set-b KEY=VALUE ...]
 
 Two shares of one position set differ by less noise than two independent shares: only the positions where exactly
 one run is right carry the difference. For each checkpoint and for the raw policy and the N-simulation search, it
@@ -22,13 +22,15 @@ import sys
 import numpy as np
 from scipy import stats
 
+from az_jax.core.config import ConfigError
 from az_jax.evaluation import connect_four_solver as solver_lib
+from az_jax.evaluation.evaluate import with_play_settings
 from az_jax.runtime.checkpoint import CheckpointError
 from experiments.strength.solver_benchmark import (
     DEFAULT_POSITIONS,
+    ENSEMBLE,
     agent_results,
     load_connect_four,
-    with_symmetry_ensemble,
 )
 
 
@@ -79,6 +81,13 @@ def main(argv=None) -> int:
     parser.add_argument("--positions", default=DEFAULT_POSITIONS)
     parser.add_argument("--json", default=None, help="write the comparison here (an existing file is kept)")
     parser.add_argument("--ensemble-b", action="store_true", help="run B acts with eval_symmetry_ensemble on")
+    parser.add_argument(
+        "--set-b",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a greedy-play setting for run B (repeatable; the keys of evaluate.PLAY_KEYS)",
+    )
     args = parser.parse_args(argv)
     if args.json and os.path.exists(args.json):
         print(f"paired_solver: {args.json} exists; not overwriting it", file=sys.stderr)
@@ -89,6 +98,7 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as e:
         print(f"paired_solver: {e}", file=sys.stderr)
         return 2
+    play_b = tuple(args.set_b) + (ENSEMBLE if args.ensemble_b else ())
     measures = ("raw", f"search{args.simulations}")
     rows = []
     for step in steps:
@@ -96,11 +106,11 @@ def main(argv=None) -> int:
         for arm, run_dir in (("a", args.run_a), ("b", args.run_b)):
             try:
                 agent = load_connect_four(run_dir, step)
-            except CheckpointError as e:
+                if arm == "b":
+                    agent = with_play_settings(agent, play_b)  # ConfigError on a key outside greedy play
+            except (CheckpointError, ConfigError) as e:
                 print(f"paired_solver: {e}", file=sys.stderr)
                 return 2
-            if arm == "b" and args.ensemble_b:
-                agent = with_symmetry_ensemble(agent)
             results[arm] = agent_results(agent, positions, args.simulations)
         row: dict = {"step": step}
         for i, name in enumerate(measures):
@@ -125,6 +135,7 @@ def main(argv=None) -> int:
             "num_positions": int(positions.moves.shape[0]),
             "simulations": args.simulations,
             "ensemble_b": args.ensemble_b,
+            "play_b": list(play_b),
             "checkpoints": rows,
             "over_checkpoints": summary,
         }

@@ -42,11 +42,6 @@ def load_connect_four(run_dir: str, step: int | None):
 ENSEMBLE = ("eval_symmetry_ensemble=true",)  # the greedy-play setting of --symmetry-ensemble
 
 
-def with_symmetry_ensemble(agent):
-    """The agent acting with `eval_symmetry_ensemble` on (the same weights)."""
-    return with_play_settings(agent, ENSEMBLE)
-
-
 def agent_results(agent, positions: solver_lib.PositionSet, simulations: int) -> tuple[Result, Result]:
     """The agent's raw-policy move (argmax) and its N-simulation search's move in every position."""
     raw_fn = lambda states, key: jnp.argmax(agent.policy_value(states)[0], axis=-1)
