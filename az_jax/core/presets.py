@@ -100,12 +100,19 @@ def _small(game: str) -> Config:
         # shares then fell back from 0.883 / 0.920 to 0.843 / 0.895), leaving nothing decisive to learn from. At a
         # GPU's scale they took the shares to 0.942 / 0.968; here 450 iterations ended at 0.839 / 0.897 against 0.813 /
         # 0.868 without (one seed each).
+        #
+        # The value target mixed half and half with the root's search value (experiments/strength/README.md §19):
+        # the same seed with and without it, 750 iterations each on 2 cores, paired on 4,000 solved positions: +0.010
+        # to +0.024 with 64-simulation search and +0.020 to +0.034 raw at every checkpoint from 300 to 750 (0.917 /
+        # 0.873 against 0.907 / 0.849 at the end). It leads only while the run is short: in the `hours` preset's run
+        # it led until iteration 1,200 and was behind with search after that run's rate step, so `hours` turns it off.
         "connect_four": dict(
             num_blocks=3,
             num_channels=32,
             num_iterations=750,
             train_ratio=4.0,
             random_opening_plies=4,
+            value_target_mix=0.5,
             lr_boundaries=(18_000,),
             checkpoint_every=10,
             eval_every=50,
@@ -167,8 +174,16 @@ def _hours(game: str) -> Config:
         )
     if game == "go_9x9":
         return _hours_go_9x9()
+    # z alone as the value target: the `small` preset's mix with the search value led this schedule's run only until
+    # iteration 1,200 and was behind with search after its rate step, −0.011 a checkpoint on 4,000 solved positions
+    # (experiments/strength/README.md §19)
     return dataclasses.replace(
-        _small(game), num_iterations=2600, lr_boundaries=(58_800,), eval_every=100, eval_games=200
+        _small(game),
+        num_iterations=2600,
+        lr_boundaries=(58_800,),
+        eval_every=100,
+        eval_games=200,
+        value_target_mix=0.0,
     )
 
 
@@ -270,6 +285,8 @@ def _small_agz(game: str) -> Config:
         # AlphaGo Zero has no auxiliary targets, and a resigned game has no final position to learn them from
         aux_ownership_weight=0.0,
         aux_score_weight=0.0,
+        # its value target is the game's outcome z alone (AlphaGo Zero, Methods, "Optimization")
+        value_target_mix=0.0,
     )
     return override(config, ["variant=alphago_zero"])
 
