@@ -124,10 +124,13 @@ def test_paper_preset_has_the_papers_numbers():
 def test_hours_preset_is_the_small_recipe_with_the_90_minute_schedule():
     small, hours = preset("connect_four"), preset("connect_four", "hours")
     hours.validate(num_devices=2)
-    # The same recipe (network, search, self-play, replay, random openings); only the run's length, its rate step and
-    # how often and with how many games it is evaluated differ.
-    differ = {"num_iterations", "lr_boundaries", "eval_every", "eval_games"}
+    # The same recipe (network, search, self-play, replay, random openings); only the run's length, its rate step,
+    # how often and with how many games it is evaluated, and the value target differ: `make train` mixes z half and
+    # half with the search value, `hours` trains on z alone (the mix fell behind after its rate step).
+    differ = {"num_iterations", "lr_boundaries", "eval_every", "eval_games", "value_target_mix"}
     assert {f.name for f in dataclasses.fields(small) if getattr(small, f.name) != getattr(hours, f.name)} == differ
+    assert (small.value_target_mix, hours.value_target_mix) == (0.5, 0.0)
+    assert preset("connect_four", "small_agz").value_target_mix == 0.0  # AlphaGo Zero's value target is z
     # `make train`: 750 × 128 × 16 × 4 / 256 = 750 × 32 = 24,000 steps, the step at 75% of them (iteration 562.5)
     small_steps = small.num_iterations * small.selfplay_batch_size * small.selfplay_steps * small.train_ratio
     assert small_steps / small.batch_size == 24_000 and small.lr_boundaries == (18_000,)
