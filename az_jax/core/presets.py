@@ -104,7 +104,8 @@ def _small(game: str) -> Config:
         # The value target mixed half and half with the root's search value (experiments/strength/README.md §19):
         # the same seed with and without it, 750 iterations each on 2 cores, paired on 4,000 solved positions: +0.010
         # to +0.024 with 64-simulation search and +0.020 to +0.034 raw at every checkpoint from 300 to 750 (0.917 /
-        # 0.873 against 0.907 / 0.849 at the end). It leads only while the run is short: in the `hours` preset's run
+        # 0.873 against 0.907 / 0.849 at the end); a second seed: +0.022 raw, +0.003 searched at the end (+0.014
+        # searched before the rate step). It leads only while the run is short: in the `hours` preset's run
         # it led until iteration 1,200 and was behind with search after that run's rate step, so `hours` turns it off.
         "connect_four": dict(
             num_blocks=3,
