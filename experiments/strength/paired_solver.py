@@ -11,7 +11,8 @@ paired standard error sqrt(n_AB + n_BA − (n_AB − n_BA)²/P) / P, and the two
 discordant counts (McNemar's exact test). Summed over the checkpoints, the counts are not independent draws (the same
 positions come back at every checkpoint), so the pooled p-value is an indication, not a test; the per-checkpoint
 differences are also given as a mean and their spread. With `--ensemble-b` run B acts with `eval_symmetry_ensemble`
-on; RUN_B may then be RUN_A, to measure the ensemble alone.
+on, and `--set-b KEY=VALUE` sets any greedy-play key for run B (`evaluate.PLAY_KEYS`, e.g. `eval_search=puct`);
+RUN_B may then be RUN_A, to measure the setting alone.
 """
 
 import argparse
