@@ -18,7 +18,15 @@ from az_jax.core import validation
 from az_jax.core.validation import ConfigError, get_game_or_error
 from envs import get_game
 
-__all__ = ["Config", "ConfigError", "get_game_or_error", "variant_switches", "FIELDS", "RESUMABLE_KEYS"]
+__all__ = [
+    "Config",
+    "ConfigError",
+    "get_game_or_error",
+    "variant_switches",
+    "FIELDS",
+    "RESUMABLE_KEYS",
+    "keeps_search_value",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,6 +129,11 @@ class Config:
     # experiments/go_9x9/README.md); a rate of 0.002 for the first 128 steps kept the head alive: not for Go from
     # scratch without such a start
     value_target_mix: float = 0.0
+    # NOT IN THE PAPERS: from the first learning-rate step on (the optimizer's step count at lr_boundaries[0]) the value
+    # target's λ becomes this; -1: λ unchanged at the step. 0 trains on z alone after the step (the mix's faster start,
+    # the papers' target once the rate drops). Either λ > 0 makes the buffer keep search values, so a run may resume
+    # with another value here as long as that does not change
+    value_target_mix_after_rate_step: float = -1.0
     # Reanalyse (MuZero Reanalyse, Schrittwieser et al. 2021; az_jax/core/reanalyse.py): after each iteration's
     # self-play, the latest network searches k × B stored positions again (k = this, B = selfplay_batch_size; drawn
     # uniformly among those to be trained on) with self-play's search, and their policy targets (and search values,
@@ -268,6 +281,12 @@ def variant_switches(variant: str, game: str) -> dict[str, bool]:
 FIELDS = {f.name: f for f in dataclasses.fields(Config)}
 _HINTS = typing.get_type_hints(Config)
 
+
+def keeps_search_value(config: Config) -> bool:
+    """Whether the replay buffer keeps each position's root search value (some λ of the value target is > 0)."""
+    return config.value_target_mix > 0 or config.value_target_mix_after_rate_step > 0
+
+
 # Keys that may change when a run is resumed; everything else is fixed by the checkpointed state's shapes or meaning.
 # The learning-rate schedule is a function of the optimizer's step count, not state: a run that diverged resumes from
 # its last good checkpoint with lower learning_rates (az_jax/runtime/loop.py, DivergenceError). The random openings
@@ -275,12 +294,14 @@ _HINTS = typing.get_type_hints(Config)
 # more or fewer of them: a schedule of openings over the run. Self-play's simulations per move likewise: no state
 # keeps a search tree between plies (each ply's tree is built and dropped inside the step), so a run may resume with
 # more simulations for better policy targets late in training (with eval_simulations set, its evaluation games stay
-# at the former count).
+# at the former count). The value target's λ after the rate step too, where the buffer keeps search values either way
+# (checkpoint.check_compatible refuses a change of what the buffer keeps).
 RESUMABLE_KEYS = frozenset(
     {
         "num_iterations",
         "random_opening_plies",
         "random_opening_plies_after_rate_step",
+        "value_target_mix_after_rate_step",
         "num_simulations",
         "learning_rates",
         "lr_boundaries",

@@ -35,7 +35,7 @@ from az_jax.core import replay as replay_lib
 from az_jax.core import resign as resign_lib
 from az_jax.core import search as search_lib
 from az_jax.core import selfplay as selfplay_lib
-from az_jax.core.config import Config
+from az_jax.core.config import Config, keeps_search_value
 from az_jax.core.devices import DEVICE_AXIS, device_key, first_index
 from envs import get_game, make_env
 
@@ -141,7 +141,7 @@ def init_state(setup: Setup, seed: int | jax.Array) -> TrainState:
             setup.env.observation_shape,
             obs_dtype,
             setup.env.num_actions,
-            keep_search_value=cfg.value_target_mix > 0,
+            keep_search_value=keeps_search_value(cfg),
             keep_ownership=cfg.aux_ownership_weight > 0,
             keep_score=cfg.aux_score_weight > 0,
             policy_entries=(get_game(cfg.game).max_legal_actions or 0) if cfg.compact_replay else 0,
@@ -239,7 +239,7 @@ def learn(
             key,
             local_batch,
             symmetry_game=cfg.game if cfg.augment_symmetries else None,
-            value_target_mix=cfg.value_target_mix,
+            value_target_mix=learner.value_target_mix(cfg, carry[2]),
         )
         params, batch_stats, opt_state = carry
         *new, metrics = learner.train_step(

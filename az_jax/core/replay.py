@@ -238,11 +238,12 @@ def sample(
     rng_key: jax.Array,
     batch_size: int,
     symmetry_game: str | None = None,
-    value_target_mix: float = 0.0,
+    value_target_mix: float | jax.Array = 0.0,
 ) -> Batch:
     """Uniform sample with replacement among positions whose outcome is known; the key is consumed.
 
-    The batch's value target is z, or with `value_target_mix` λ > 0 (the buffer must keep search values)
+    The batch's value target is z, or with `value_target_mix` λ > 0 (a float, or a [] array inside a program: the
+    buffer must keep search values)
     (1 − λ)·z + λ·v_search: the game's outcome mixed with the root's search value at the time the position was played,
     both from the mover's point of view.
 
@@ -256,8 +257,8 @@ def sample(
     weights = buffer.done.astype(jnp.float32)
     rows = jax.random.choice(rows_key, buffer.capacity, (batch_size,), p=weights / jnp.maximum(weights.sum(), 1.0))
     outcome = buffer.outcome[rows]
-    if value_target_mix:
-        assert buffer.search_value is not None  # value_target_mix > 0: the buffer keeps search values
+    if isinstance(value_target_mix, jax.Array) or value_target_mix:
+        assert buffer.search_value is not None  # some λ > 0 (config.keeps_search_value): the buffer keeps them
         outcome = (1.0 - value_target_mix) * outcome + value_target_mix * buffer.search_value[rows]
     policy, legal = dense_targets(buffer, rows)
     batch = Batch(

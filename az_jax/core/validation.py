@@ -83,6 +83,11 @@ def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -
             raise ConfigError(f"{key} must be >= 0, got {getattr(config, key)}")
     if not 0.0 <= config.value_target_mix <= 1.0:
         raise ConfigError(f"value_target_mix must be in [0, 1], got {config.value_target_mix}")
+    after = config.value_target_mix_after_rate_step
+    if not (0.0 <= after <= 1.0 or after == -1.0):
+        raise ConfigError(f"value_target_mix_after_rate_step must be in [0, 1] (or -1: unchanged), got {after}")
+    if after != -1.0 and not config.lr_boundaries:
+        raise ConfigError("value_target_mix_after_rate_step needs a rate step (lr_boundaries is empty)")
     if not 0.0 < config.full_search_fraction <= 1.0:
         raise ConfigError(f"full_search_fraction must be in (0, 1], got {config.full_search_fraction}")
     if config.full_search_fraction < 1.0 and not 0 < config.fast_simulations < config.num_simulations:

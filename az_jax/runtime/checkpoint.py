@@ -261,6 +261,12 @@ def check_compatible(saved: config_lib.Config, wanted: config_lib.Config, where:
         for f in dataclasses.fields(saved)
         if f.name not in config_lib.RESUMABLE_KEYS and getattr(saved, f.name) != getattr(wanted, f.name)
     ]
+    kept = config_lib.keeps_search_value(saved)
+    if not diff and kept != config_lib.keeps_search_value(wanted):
+        raise CheckpointError(
+            f"{where} was saved with a replay buffer that {'keeps' if kept else 'has no'} search values; "
+            "value_target_mix_after_rate_step cannot change that (use another --run-dir)"
+        )
     if diff:
         shown = ", ".join(f"{k}: saved {getattr(saved, k)!r} vs requested {getattr(wanted, k)!r}" for k in diff[:4])
         raise CheckpointError(f"{where} belongs to a different run ({shown}); use another --run-dir")
