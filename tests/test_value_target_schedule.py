@@ -38,6 +38,10 @@ def test_lambda_changes_at_the_rate_step():
     plain = _config("value_target_mix=0.5", "lr_boundaries=100")
     assert plain.value_target_mix_after_rate_step == -1.0
     assert learner.value_target_mix(plain, _opt_state_at(plain, 100)) == 0.5
+    # so is an after-value equal to λ: z throughout (0 and 0) is the plain z, with no search values kept to mix
+    both_z = _config("value_target_mix=0", "value_target_mix_after_rate_step=0", "lr_boundaries=100")
+    assert learner.value_target_mix(both_z, _opt_state_at(both_z, 100)) == 0.0
+    assert not config_lib.keeps_search_value(both_z)
     # the buffer keeps search values when either λ is > 0
     assert config_lib.keeps_search_value(late) and config_lib.keeps_search_value(config)
     assert not config_lib.keeps_search_value(_config("value_target_mix=0"))

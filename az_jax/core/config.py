@@ -131,8 +131,8 @@ class Config:
     value_target_mix: float = 0.0
     # NOT IN THE PAPERS: from the first learning-rate step on (the optimizer's step count at lr_boundaries[0]) the value
     # target's λ becomes this; -1: λ unchanged at the step. 0 trains on z alone after the step (the mix's faster start,
-    # the papers' target once the rate drops). Either λ > 0 makes the buffer keep search values, so a run may resume
-    # with another value here as long as that does not change
+    # the papers' target once the rate drops). Either λ > 0 makes the buffer keep search values; a run may resume
+    # with another value here as long as that stays so
     value_target_mix_after_rate_step: float = -1.0
     # Reanalyse (MuZero Reanalyse, Schrittwieser et al. 2021; az_jax/core/reanalyse.py): after each iteration's
     # self-play, the latest network searches k × B stored positions again (k = this, B = selfplay_batch_size; drawn

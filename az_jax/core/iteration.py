@@ -234,14 +234,14 @@ def learn(
     def step(carry, key):
         # The step always runs and `ready` selects its result: a lax.cond would put the network's backward pass in a
         # nested computation, which XLA:CPU runs far slower (experiments/performance/README.md).
+        params, batch_stats, opt_state = carry
         batch = replay_lib.sample(
             buffer,
             key,
             local_batch,
             symmetry_game=cfg.game if cfg.augment_symmetries else None,
-            value_target_mix=learner.value_target_mix(cfg, carry[2]),
+            value_target_mix=learner.value_target_mix(cfg, opt_state),
         )
-        params, batch_stats, opt_state = carry
         *new, metrics = learner.train_step(
             params,
             batch_stats,

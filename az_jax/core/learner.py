@@ -68,7 +68,7 @@ def current_learning_rate(
 def value_target_mix(config: Config, opt_state) -> float | jax.Array:
     """λ of the value target (1 − λ)·z + λ·v_search for the next gradient step: `value_target_mix`, or from the first
     rate step on (the optimizer's count at lr_boundaries[0]) `value_target_mix_after_rate_step` where that is set."""
-    if config.value_target_mix_after_rate_step == -1.0:
+    if config.value_target_mix_after_rate_step in (-1.0, config.value_target_mix):  # one λ throughout
         return config.value_target_mix
     after_step = step_count(opt_state) >= config.lr_boundaries[0]
     return jnp.where(after_step, config.value_target_mix_after_rate_step, config.value_target_mix).astype(jnp.float32)
