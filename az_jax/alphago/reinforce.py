@@ -523,38 +523,40 @@ def train(
     truncate_metrics(metrics_path, iteration)  # lines after the checkpoint resumed from are written again
     last_saved = manager.latest_step()
     last: dict = {}
-    while iteration < config.iterations:
-        tick = time.perf_counter()
-        members = pool_size(config, iteration)
-        opponent = pick_opponent(config, iteration, members)
-        play_key, eval_key = jax.random.split(jax.random.fold_in(key, iteration))
-        games = play(state.params, member(pool, opponent), play_key)
-        state, metrics = step(state, games)
-        metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
-        seconds = time.perf_counter() - tick
-        iteration += 1
-        save_due = iteration % config.checkpoint_every == 0 or iteration == config.iterations
-        # a non-finite loss (or, before a save, weights) stops the run before this iteration is logged or saved
-        stage_loop.check_finite(
-            RLError, "iteration", iteration, [metrics["loss"]], state.params if save_due else {}, last_saved
-        )
-        if iteration % config.pool_every == 0:
-            pool = jax.tree.map(lambda p, x: jnp.concatenate([p, x[None]]), pool, state.params)
-        last = {
-            "iteration": iteration,
-            "opponent": opponent,
-            "pool_size": pool_size(config, iteration),
-            **metrics,
-            "games_per_second": config.games / seconds,
-        }
-        if config.eval_games and (iteration % config.eval_every == 0 or iteration == config.iterations):
-            last["win_rate_vs_sl"] = win_rate(
-                network, num_planes, state.params, sigma, config.eval_games, eval_key, size, plies=plies, mesh=mesh
+    try:
+        while iteration < config.iterations:
+            tick = time.perf_counter()
+            members = pool_size(config, iteration)
+            opponent = pick_opponent(config, iteration, members)
+            play_key, eval_key = jax.random.split(jax.random.fold_in(key, iteration))
+            games = play(state.params, member(pool, opponent), play_key)
+            state, metrics = step(state, games)
+            metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+            seconds = time.perf_counter() - tick
+            iteration += 1
+            save_due = iteration % config.checkpoint_every == 0 or iteration == config.iterations
+            # a non-finite loss (or, before a save, weights) stops the run before this iteration is logged or saved
+            stage_loop.check_finite(
+                RLError, "iteration", iteration, [metrics["loss"]], state.params if save_due else {}, last_saved
             )
-        files.append_jsonl(metrics_path, last)
-        log(last)
-        if save_due:
-            manager.save(iteration, args=ocp.args.StandardSave({"state": state, "pool": pool}))
-            last_saved = iteration
-    manager.wait_until_finished()
+            if iteration % config.pool_every == 0:
+                pool = jax.tree.map(lambda p, x: jnp.concatenate([p, x[None]]), pool, state.params)
+            last = {
+                "iteration": iteration,
+                "opponent": opponent,
+                "pool_size": pool_size(config, iteration),
+                **metrics,
+                "games_per_second": config.games / seconds,
+            }
+            if config.eval_games and (iteration % config.eval_every == 0 or iteration == config.iterations):
+                last["win_rate_vs_sl"] = win_rate(
+                    network, num_planes, state.params, sigma, config.eval_games, eval_key, size, plies=plies, mesh=mesh
+                )
+            files.append_jsonl(metrics_path, last)
+            log(last)
+            if save_due:
+                manager.save(iteration, args=ocp.args.StandardSave({"state": state, "pool": pool}))
+                last_saved = iteration
+    finally:  # a diverged or interrupted run keeps the checkpoints it started writing
+        manager.wait_until_finished()
     return last
