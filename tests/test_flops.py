@@ -29,6 +29,8 @@ def test_auxiliary_heads_and_global_pooling_add_their_layers():
     # global pooling in block 1: g = 4 // 3 = 1, dense 2g → C − g: 2·2·3 = 12
     pooled = _tiny(global_pooling_every=1)
     assert flops.network_forward_flops(pooled, (3, 3, 2), 9) == 7_180 + 12
+    # a win/draw/loss value head: its last dense layer 8 → 3 instead of 8 → 1, 2·8·3 − 2·8 = 32 more
+    assert flops.network_forward_flops(_tiny(value_head="wdl"), (3, 3, 2), 9) == 7_180 + 32
 
 
 def test_iteration_flops_from_evaluations_and_gradient_steps():

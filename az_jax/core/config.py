@@ -48,6 +48,13 @@ class Config:
     # KataGo's input features (Wu 2019, Appendix A), as AlphaGo's had liberty planes (Silver et al. 2016, Extended
     # Data Table 2)
     liberty_planes: bool = False
+    # the value head's output. "tanh": one unit → tanh, trained by the squared error to z (the papers). "wdl": three
+    # logits, the mover's win / draw / loss, the value P(win) − P(loss), trained by the cross-entropy to the target
+    # t ∈ [−1, 1] as the distribution (max(t, 0), 1 − |t|, max(−t, 0)) whose mean is t (MuZero's projection of a scalar
+    # target onto a categorical support, Schrittwieser et al. 2020, Appendix F, on the support {1, 0, −1}; Leela Chess
+    # Zero's and KataGo's value heads predict win / draw / loss or win / loss / no result). NOT IN THE AlphaZero
+    # PAPERS: a drawn game's z = 0 is then its own class, not the mean of wins and losses
+    value_head: Literal["tanh", "wdl"] = "tanh"
     # recompute each residual block's activations in the backward pass instead of keeping them (jax.checkpoint per
     # block): the same gradients, a fraction of the learner's memory (what the paper presets need on a 16 GB TPU chip)
     remat: bool = False

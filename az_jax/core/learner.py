@@ -5,7 +5,8 @@ Nature 2017, Methods, "Optimisation").
 
 plus, with KataGo's auxiliary targets (Wu, "Accelerating Self-Play Learning in Go", 2019, section "Auxiliary Ownership
 and Score Targets"), w_o times the ownership cross-entropy averaged over the board's points and w_s times the squared
-error of the scaled score margin (Config.aux_ownership_weight, aux_score_weight).
+error of the scaled score margin (Config.aux_ownership_weight, aux_score_weight). With a win/draw/loss value head
+(Config.value_head = "wdl") the (z − v)² term is the cross-entropy of its three logits to z as a distribution.
 
 Illegal actions are masked before the softmax, so p and the target π live on the same legal set. Batch norm uses the
 batch statistics (synchronised across devices through `axis_name`) while learning; acting uses the running averages.
@@ -24,7 +25,8 @@ from az_jax.core.config import Config
 from az_jax.core.search import mask_logits
 
 # (variables, observation [n, ...]) -> ((logits [n, A], value [n]), {"batch_stats": new statistics}); with the
-# auxiliary heads the outputs are (logits, value, ownership logits [n, H·W] or None, score [n] or None)
+# auxiliary heads the outputs are (logits, value, ownership logits [n, H·W] or None, score [n] or None, win/draw/loss
+# logits [n, 3] or None)
 LearnApplyFn = Callable[[dict, jax.Array], tuple[tuple, dict]]
 
 
@@ -85,12 +87,15 @@ def loss_fn(
 ):
     """Returns (loss, (new batch_stats, metrics)). Batch arrays are [n, ...]. With `ownership_weight` or
     `score_weight` > 0, `apply_fn` returns the auxiliary heads (learning_apply(network, aux=True)), the batch carries
-    their targets, and the metrics add the unweighted "ownership_loss" and "score_loss" of the terms that are on."""
+    their targets, and the metrics add the unweighted "ownership_loss" and "score_loss" of the terms that are on.
+    With a win/draw/loss value head (its logits the outputs' fifth) the value loss is wdl_loss, else the squared
+    error."""
     outputs, updates = apply_fn({"params": params, "batch_stats": batch_stats}, batch.observation)
     logits, value = outputs[:2]
     log_p = jax.nn.log_softmax(mask_logits(logits, batch.legal))  # [n, A]
     policy_loss = -jnp.sum(jnp.where(batch.legal, batch.policy * log_p, 0.0), axis=-1).mean()
-    value_loss = jnp.mean((batch.outcome - value) ** 2)
+    wdl = outputs[4] if len(outputs) > 4 else None  # the win/draw/loss head's logits [n, 3] (Config.value_head)
+    value_loss = jnp.mean((batch.outcome - value) ** 2) if wdl is None else wdl_loss(wdl, batch.outcome)
     l2 = weight_decay * sum(jnp.sum(jnp.square(p)) for p in jax.tree.leaves(params))
     loss = value_loss + policy_loss + l2
     metrics = {"loss": loss, "policy_loss": policy_loss, "value_loss": value_loss, "l2": l2}
@@ -101,6 +106,18 @@ def loss_fn(
         metrics.update({"ownership_loss": ownership_loss} if ownership_weight else {})
         metrics.update({"score_loss": score_loss} if score_weight else {})
     return loss, (updates["batch_stats"], metrics)
+
+
+def wdl_target(outcome: jax.Array) -> jax.Array:
+    """[n] value targets t ∈ [−1, 1] → [n, 3] distributions over the mover's (win, draw, loss) whose mean value
+    P(win) − P(loss) is t: (max(t, 0), 1 − |t|, max(−t, 0)), so z = 1 / 0 / −1 is one class and a mixed target lies
+    between the two nearest (MuZero's projection onto a categorical support, Schrittwieser et al. 2020, Appendix F)."""
+    return jnp.stack([jnp.maximum(outcome, 0.0), 1.0 - jnp.abs(outcome), jnp.maximum(-outcome, 0.0)], axis=-1)
+
+
+def wdl_loss(logits: jax.Array, outcome: jax.Array) -> jax.Array:
+    """[] the mean cross-entropy of the win/draw/loss logits [n, 3] to wdl_target(outcome [n])."""
+    return -jnp.sum(wdl_target(outcome) * jax.nn.log_softmax(logits), axis=-1).mean()
 
 
 def aux_losses(

@@ -10,6 +10,10 @@ Targets"; Config.aux_ownership_weight, aux_score_weight) the network also predic
 each point at the end of the game and the final score margin. They exist only when switched on, are returned only to
 the learner (`aux=True`: acting never reads them, so XLA drops them from the search's program), and leave the policy
 and value outputs as they are (their losses do train the shared trunk, and the score's the value head's hidden layer).
+
+With a win/draw/loss value head (Config.value_head = "wdl"; not in the papers) the value head's last layer has three
+outputs, the logits of the mover's win, draw and loss, and the value is P(win) − P(loss), still in [−1, 1]: the search
+reads it as it reads the tanh unit's; the learner also gets the three logits (`aux=True`) for its cross-entropy.
 """
 
 from collections.abc import Callable
@@ -87,6 +91,9 @@ class AlphaZeroNet(nn.Module):
     # player to move divided by the board's H·W points (KataGo predicts a distribution over scores; a scalar
     # regression of the scaled margin stands in for it here)
     score_head: bool = False
+    # the value head's last layer: 3 logits of the mover's win / draw / loss, value = P(win) − P(loss)
+    # (Config.value_head "wdl"); False: one unit → tanh, the papers'
+    wdl_value: bool = False
     # recompute each residual block in the backward pass (flax's lifted jax.checkpoint; Config.remat)
     remat: bool = False
     # extra input planes computed from the observation and stacked onto it (Config.liberty_planes: the game's
@@ -96,7 +103,8 @@ class AlphaZeroNet(nn.Module):
     @nn.compact
     def __call__(self, obs, train: bool = False, aux: bool = False):
         """obs: [B, H, W, C] → (logits [B, A] float32, value [B] float32); with `aux` also the auxiliary heads'
-        (ownership logits [B, H·W] float32, score [B] float32), each None where the network has no such head."""
+        (ownership logits [B, H·W] float32, score [B] float32) and the value head's win/draw/loss logits [B, 3] float32,
+        each None where the network has no such head."""
         bn = lambda: nn.BatchNorm(use_running_average=not train, axis_name=self.axis_name, dtype=self.dtype)
         x = obs.astype(self.dtype)
         if self.input_planes is not None:
@@ -123,10 +131,16 @@ class AlphaZeroNet(nn.Module):
         # Policy head: conv 1×1 (2 filters) → BN → ReLU → FC to the action logits.
         p = nn.relu(bn()(conv(2, (1, 1))(x)))
         logits = nn.Dense(self.num_actions, dtype=self.dtype)(p.reshape(batch, -1))
-        # Value head: conv 1×1 (1 filter) → BN → ReLU → FC hidden → ReLU → FC 1 → tanh.
+        # Value head: conv 1×1 (1 filter) → BN → ReLU → FC hidden → ReLU → FC 1 → tanh (or FC 3 → win/draw/loss).
         v = nn.relu(bn()(conv(1, (1, 1))(x)))
         hidden = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(v.reshape(batch, -1)))
-        v = jnp.tanh(nn.Dense(1, dtype=self.dtype)(hidden))
+        wdl = None
+        if self.wdl_value:
+            wdl = nn.Dense(3, dtype=self.dtype)(hidden).astype(jnp.float32)  # [B, 3]
+            p = jax.nn.softmax(wdl)
+            v = (p[:, 0] - p[:, 2])[:, None]
+        else:
+            v = jnp.tanh(nn.Dense(1, dtype=self.dtype)(hidden))
         # The auxiliary heads come last and are named, so the papers' modules keep their names and initial values.
         ownership = score = None
         if self.ownership_head:
@@ -135,7 +149,7 @@ class AlphaZeroNet(nn.Module):
         if self.score_head:
             score = nn.Dense(1, dtype=self.dtype, name="score_head")(hidden)[:, 0].astype(jnp.float32)
         outputs = logits.astype(jnp.float32), v[:, 0].astype(jnp.float32)
-        return (*outputs, ownership, score) if aux else outputs
+        return (*outputs, ownership, score, wdl) if aux else outputs
 
 
 def make_network(config, num_actions: int, axis_name: str | None = None, platform: str | None = None) -> AlphaZeroNet:
@@ -157,6 +171,7 @@ def make_network(config, num_actions: int, axis_name: str | None = None, platfor
         global_pooling_every=config.global_pooling_every,
         ownership_head=config.aux_ownership_weight > 0,
         score_head=config.aux_score_weight > 0,
+        wdl_value=config.value_head == "wdl",
         remat=config.remat,
         input_planes=get_game(config.game).liberty_planes if config.liberty_planes else None,
     )
