@@ -117,7 +117,7 @@ def wdl_target(outcome: jax.Array) -> jax.Array:
 
 def wdl_loss(logits: jax.Array, outcome: jax.Array) -> jax.Array:
     """[] the mean cross-entropy of the win/draw/loss logits [n, 3] to wdl_target(outcome [n])."""
-    return -jnp.sum(wdl_target(outcome) * jax.nn.log_softmax(logits), axis=-1).mean()
+    return optax.softmax_cross_entropy(logits, wdl_target(outcome)).mean()
 
 
 def aux_losses(
