@@ -38,3 +38,14 @@ def test_pooled_sums_the_discordant_counts_and_spreads_the_differences():
     assert s["p_summed"] == pytest.approx(112 / 1024)
     # mean (0.2 + 0.4) / 2 = 0.3; sample sd: sqrt(((−0.1)² + 0.1²) / 1) = sqrt(0.02)
     assert s["mean_diff"] == pytest.approx(0.3) and s["sd_diff"] == pytest.approx(np.sqrt(0.02))
+
+
+def test_the_depth_buckets_run_from_each_count_to_the_next():
+    from experiments.strength.solver_benchmark import DEPTHS, depth_buckets
+
+    assert depth_buckets("0,8,16,24") == DEPTHS == ((0, 8), (8, 16), (16, 24), (24, 42))
+    # one bucket a stone count for the first 4, then 4-7 and the rest of the board (a full board is 42 stones)
+    assert depth_buckets("0,1,2,3,4,8") == ((0, 1), (1, 2), (2, 3), (3, 4), (4, 8), (8, 42))
+    for bad in ("8,0", "0,0,8", "0,42", "-1,4"):
+        with pytest.raises(ValueError, match="--depths must be increasing"):
+            depth_buckets(bad)

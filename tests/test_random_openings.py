@@ -8,9 +8,9 @@ import pytest
 
 import envs
 from az_jax.core import config as config_lib
+from az_jax.core import iteration, learner, replay, search, selfplay
 from az_jax.core import overrides as overrides_lib
 from az_jax.core import presets as presets_lib
-from az_jax.core import replay, search, selfplay
 from az_jax.runtime import checkpoint as ckpt
 
 from conftest import tiny_network, tiny_variables
@@ -20,10 +20,11 @@ pytestmark = pytest.mark.usefixtures("fast_compiles")  # a tiny program: XLA's o
 NUM_GAMES, PLIES = 700, 4
 
 
-def _play(random_opening_plies, after_rate_step=0, optimizer_step=None):
+def _play(random_opening_plies, after_rate_step=0, optimizer_step=None, buffer_out=None):
     """700 connect-four games, 4 plies each, greedy Gumbel-8 search without its Gumbel noise (so every game would
     play the same moves); returns the buffer's observations and policy targets as [ply, game, ...]. With
-    `after_rate_step` the learner's rate step is at step 100 and `optimizer_step` is the learner's count."""
+    `after_rate_step` the learner's rate step is at step 100 and `optimizer_step` is the learner's count. With
+    `buffer_out` (a list) the buffer keeps which outcomes are value targets and is appended to it."""
     env, _ = envs.make_env("connect_four")
     net = tiny_network(env.num_actions)
     obs = env.init(jax.random.key(0)).observation
@@ -38,7 +39,7 @@ def _play(random_opening_plies, after_rate_step=0, optimizer_step=None):
     )
     games = selfplay.init(env, jax.random.key(2), NUM_GAMES)
     buffer = replay.init(
-        PLIES * NUM_GAMES, env.observation_shape, obs.dtype, env.num_actions
+        PLIES * NUM_GAMES, env.observation_shape, obs.dtype, env.num_actions, keep_value_known=buffer_out is not None
     )  # ply t, game b: row t·B+b
     play = jax.jit(
         lambda games, buffer, key: selfplay.play(
@@ -54,6 +55,8 @@ def _play(random_opening_plies, after_rate_step=0, optimizer_step=None):
         )
     )
     _, buffer, _ = jax.tree.map(np.asarray, play(games, buffer, jax.random.key(3)))
+    if buffer_out is not None:
+        buffer_out.append(buffer)
     observations = buffer.observation.reshape(PLIES, NUM_GAMES, -1)
     return observations, buffer.policy.reshape(PLIES, NUM_GAMES, -1)
 
@@ -127,3 +130,71 @@ def test_a_run_may_resume_with_other_openings():
     ckpt.check_compatible(saved, overrides_lib.override(saved, ["num_simulations=32"]), "run")
     with pytest.raises(ckpt.CheckpointError, match="replay_capacity"):
         ckpt.check_compatible(saved, overrides_lib.override(saved, ["replay_capacity=1024"]), "run")
+
+
+def test_the_positions_before_a_random_move_are_no_value_targets():
+    # Config.mask_random_opening_values: with 2 random plies, the positions of plies 0 and 1 have a random move after
+    # them (their z would follow it); those of plies 2 and 3 are followed by the search's moves only. No game of
+    # connect four ends within 4 plies, so row t·700 + b is ply t of game b.
+    kept = []
+    _play(random_opening_plies=2, buffer_out=kept)
+    known = kept[0].value_known.reshape(PLIES, NUM_GAMES)
+    assert not known[:2].any() and known[2:].all()
+    # the batch's value weights are those flags: 0 for rows of plies 0-1, 1 for plies 2-3
+    buffer = kept[0].replace(done=np.ones(PLIES * NUM_GAMES, bool))
+    batch = replay.sample(buffer, jax.random.key(4), 512)
+    first_ply = batch.observation.reshape(512, -1).sum(-1) < 2  # 0 or 1 stone on the board: ply 0 or 1
+    np.testing.assert_array_equal(batch.value_weight, np.where(first_ply, 0.0, 1.0))
+    # after the rate step (the schedule's 2 random plies from step 100), the same flags
+    kept = []
+    _play(random_opening_plies=0, after_rate_step=2, optimizer_step=100, buffer_out=kept)
+    known = kept[0].value_known.reshape(PLIES, NUM_GAMES)
+    assert not known[:2].any() and known[2:].all()
+    # before the step no ply is random: every outcome is a target
+    kept = []
+    _play(random_opening_plies=0, after_rate_step=2, optimizer_step=99, buffer_out=kept)
+    assert kept[0].value_known.all()
+
+
+class FixedOutputNet:
+    """Returns a fixed policy and value, as learning_apply(network) does."""
+
+    def __init__(self, logits, value):
+        self.outputs = (jnp.float32(logits), jnp.float32(value))
+
+    def __call__(self, variables, observation):
+        return self.outputs, {"batch_stats": variables["batch_stats"]}
+
+
+def test_the_value_loss_leaves_out_the_positions_of_weight_0():
+    batch = replay.Batch(
+        observation=jnp.zeros((3, 1)),
+        policy=jnp.float32([[1.0, 0.0]] * 3),
+        legal=jnp.ones((3, 2), bool),
+        outcome=jnp.float32([1.0, -1.0, 0.0]),
+        value_weight=jnp.float32([1.0, 0.0, 1.0]),
+    )
+    # value 0.5 everywhere: squared errors 0.25, 2.25, 0.25; the middle one (weight 0) left out: (0.25 + 0.25) / 2 =
+    # 0.25 (all three: 2.75 / 3 ≈ 0.917). The policy loss is every row's: −ln ½ = ln 2.
+    net = FixedOutputNet(logits=[[0.0, 0.0]] * 3, value=[0.5] * 3)
+    loss, (_, metrics) = learner.loss_fn({"w": jnp.float32(0.0)}, {}, net, batch, 0.0)
+    np.testing.assert_allclose(metrics["value_loss"], 0.25, rtol=1e-6)
+    np.testing.assert_allclose(metrics["policy_loss"], np.log(2.0), rtol=1e-6)
+    np.testing.assert_allclose(loss, 0.25 + np.log(2.0), rtol=1e-6)
+    # every weight 0: the value loss is 0, not 0 / 0
+    _, (_, metrics) = learner.loss_fn({"w": jnp.float32(0.0)}, {}, net, batch.replace(value_weight=jnp.zeros(3)), 0.0)
+    assert float(metrics["value_loss"]) == 0.0
+
+
+def test_the_mask_needs_openings_keeps_a_flag_a_row_and_is_fixed_for_a_run():
+    config = presets_lib.preset("connect_four", "small")
+    assert config.random_opening_plies == 4 and not config.mask_random_opening_values
+    with pytest.raises(config_lib.ConfigError, match="mask_random_opening_values needs random openings"):
+        overrides_lib.override(config, ["random_opening_plies=0", "mask_random_opening_values=true"]).validate()
+    masked = overrides_lib.override(config, ["mask_random_opening_values=true"]).validate()
+    # the run's replay buffer keeps one flag a row (shapes only: eval_shape runs nothing)
+    state = jax.eval_shape(lambda: iteration.init_state(iteration.make_setup(masked), 0))
+    assert state.replay.value_known.shape == (config.replay_capacity,)
+    assert jax.eval_shape(lambda: iteration.init_state(iteration.make_setup(config), 0)).replay.value_known is None
+    with pytest.raises(ckpt.CheckpointError, match="mask_random_opening_values"):
+        ckpt.check_compatible(config, masked, "run")

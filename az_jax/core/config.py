@@ -80,6 +80,11 @@ class Config:
     # plays this many random plies instead of `random_opening_plies`: more varied positions for the lower rate to fit.
     # 0: no change at the step.
     random_opening_plies_after_rate_step: int = 0
+    # NOT IN THE PAPERS: a position played before its game's last random opening ply learns no value (its policy target
+    # is kept): its outcome z follows moves chosen at random, not by the players, so it is the result of a random
+    # continuation (on connect four the network then valued won positions of 3 stones at −0.08). Needs random openings.
+    # The replay buffer keeps a flag a row, so a run cannot change it on resume
+    mask_random_opening_values: bool = False
     max_num_considered_actions: int = 16  # Gumbel search only: actions kept by sequential halving
     # Forced playouts and policy target pruning (KataGo: Wu 2019, §3.2), PUCT self-play only: every root child that
     # has been visited gets at least n_forced(c) = sqrt(k · P(c) · Σ N) visits, and the policy target then takes back

@@ -147,6 +147,7 @@ def init_state(setup: Setup, seed: int | jax.Array) -> TrainState:
             policy_entries=(get_game(cfg.game).max_legal_actions or 0) if cfg.compact_replay else 0,
             keep_scored=cfg.resign and cfg.aux_targets,
             state_example=setup.env.init(jax.random.key(0)) if cfg.reanalyse_batches else None,
+            keep_value_known=cfg.mask_random_opening_values,
         ),
         key=jax.random.key_data(run_key),
         iteration=jnp.int32(0),

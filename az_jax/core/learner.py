@@ -89,13 +89,14 @@ def loss_fn(
     `score_weight` > 0, `apply_fn` returns the auxiliary heads (learning_apply(network, aux=True)), the batch carries
     their targets, and the metrics add the unweighted "ownership_loss" and "score_loss" of the terms that are on.
     With a win/draw/loss value head (its logits the outputs' fifth) the value loss is wdl_loss, else the squared
-    error."""
+    error; with `batch.value_weight` (Config.mask_random_opening_values) the mean over the positions of weight 1."""
     outputs, updates = apply_fn({"params": params, "batch_stats": batch_stats}, batch.observation)
     logits, value = outputs[:2]
     log_p = jax.nn.log_softmax(mask_logits(logits, batch.legal))  # [n, A]
     policy_loss = -jnp.sum(jnp.where(batch.legal, batch.policy * log_p, 0.0), axis=-1).mean()
     wdl = outputs[4] if len(outputs) > 4 else None  # the win/draw/loss head's logits [n, 3] (Config.value_head)
-    value_loss = jnp.mean((batch.outcome - value) ** 2) if wdl is None else wdl_loss(wdl, batch.outcome)
+    errors = (batch.outcome - value) ** 2 if wdl is None else wdl_loss(wdl, batch.outcome)  # [n]
+    value_loss = weighted_mean(errors, batch.value_weight)
     l2 = weight_decay * sum(jnp.sum(jnp.square(p)) for p in jax.tree.leaves(params))
     loss = value_loss + policy_loss + l2
     metrics = {"loss": loss, "policy_loss": policy_loss, "value_loss": value_loss, "l2": l2}
@@ -116,8 +117,15 @@ def wdl_target(outcome: jax.Array) -> jax.Array:
 
 
 def wdl_loss(logits: jax.Array, outcome: jax.Array) -> jax.Array:
-    """[] the mean cross-entropy of the win/draw/loss logits [n, 3] to wdl_target(outcome [n])."""
-    return optax.softmax_cross_entropy(logits, wdl_target(outcome)).mean()
+    """[n] the cross-entropy of each position's win/draw/loss logits [n, 3] to wdl_target(outcome [n])."""
+    return optax.softmax_cross_entropy(logits, wdl_target(outcome))
+
+
+def weighted_mean(x: jax.Array, weight: jax.Array | None) -> jax.Array:
+    """[] the mean of x [n]; with `weight` [n] Σ weight·x / Σ weight, 0 when every weight is 0."""
+    if weight is None:
+        return x.mean()
+    return jnp.sum(weight * x) / jnp.maximum(jnp.sum(weight), 1.0)
 
 
 def aux_losses(
@@ -139,7 +147,7 @@ def aux_losses(
     zero = jnp.float32(0.0)
     ownership_loss = score_loss = zero
     weight = batch.aux_weight  # [n] or None
-    mean = jnp.mean if weight is None else lambda x: jnp.sum(weight * x) / jnp.maximum(jnp.sum(weight), 1.0)
+    mean = lambda x: weighted_mean(x, weight)
     if ownership_weight:
         assert ownership_logit is not None and batch.ownership is not None
         target = (1.0 + batch.ownership) / 2.0  # [n, H·W] probability the mover owns the point

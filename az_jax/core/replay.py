@@ -52,6 +52,9 @@ class ReplayBuffer:
     # [N, ...] pgx.State of each position, for searching it again (Reanalyse, Config.reanalyse_batches > 0); None:
     # not kept
     state: Any = None
+    # [N] bool False where the position's game played random opening moves after it, so its outcome says little of
+    # the position (Config.mask_random_opening_values): no value loss there; None: every outcome is a target
+    value_known: jax.Array | None = None
     num_actions: int = struct.field(pytree_node=False, default=0)  # A (compact rows store less than A per row)
 
     @property
@@ -70,6 +73,9 @@ class Batch:
     # [n] float32 1 where the position's game was scored (not resigned), else 0: the auxiliary losses' weights; None:
     # every position's game was scored
     aux_weight: jax.Array | None = None
+    # [n] float32 1 where the outcome is a value target, 0 where it follows random opening moves (the buffer's
+    # `value_known`); None: every position's
+    value_weight: jax.Array | None = None
 
 
 def init(
@@ -83,12 +89,14 @@ def init(
     policy_entries: int = 0,
     keep_scored: bool = False,
     state_example: Any = None,
+    keep_value_known: bool = False,
 ) -> ReplayBuffer:
     """An empty buffer; ownership is kept per point of the observation's H × W board. `keep_scored`: whether each
     game was scored is kept (resignation with auxiliary targets). `policy_entries` K > 0: compact rows, each keeping
     the K largest entries of π (exactly π when no position has more than K legal actions, the caller's bound:
     GameSpec.max_legal_actions) and the legal mask as bits. `state_example` (one unbatched pgx.State; None: no states
-    kept): each row also keeps its position's game state, shaped as this one (Reanalyse)."""
+    kept): each row also keeps its position's game state, shaped as this one (Reanalyse). `keep_value_known`: whether
+    each row's outcome is a value target is kept (Config.mask_random_opening_values)."""
     zeros = lambda shape, dtype: jnp.zeros(shape, dtype)
     points = obs_shape[0] * obs_shape[1] if keep_ownership else 0
     compact = 0 < policy_entries < num_actions
@@ -113,6 +121,7 @@ def init(
         state=None
         if state_example is None
         else jax.tree.map(lambda x: zeros((capacity, *x.shape), x.dtype), state_example),
+        value_known=zeros((capacity,), jnp.bool_) if keep_value_known else None,
     )
 
 
@@ -135,12 +144,14 @@ def add(
     search_value: jax.Array | None = None,
     trainable: jax.Array | None = None,
     state: Any = None,
+    value_known: jax.Array | None = None,
 ) -> ReplayBuffer:
     """Writes one ply of B games (arrays [B, ...]) at rows (ply_index·B + b) mod N, outcome pending.
     `search_value` [B] and `state` (the games' pgx.State [B, ...]) are stored when the buffer keeps them (ignored
     otherwise). `trainable` ([] or [B] bool; None:
     all) marks the positions that will be trained on: the others (the fast searches of playout cap randomization) are
-    written neither pending nor done, so no outcome ever reaches them and no minibatch draws them."""
+    written neither pending nor done, so no outcome ever reaches them and no minibatch draws them. `value_known` ([]
+    or [B] bool; None: all) marks the positions whose outcome will be a value target, where the buffer keeps that."""
     num_games = player.shape[0]
     # (p·B) mod N computed as ((p mod N)·B) mod N, so a long run's ply counter cannot overflow int32.
     rows = ((ply_index % buffer.capacity) * num_games + jnp.arange(num_games)) % buffer.capacity
@@ -164,6 +175,9 @@ def add(
         score=None if buffer.score is None else put(buffer.score, 0.0),
         scored=None if buffer.scored is None else put(buffer.scored, False),
         state=None if buffer.state is None else jax.tree.map(put, buffer.state, state),
+        value_known=None
+        if buffer.value_known is None
+        else put(buffer.value_known, True if value_known is None else jnp.broadcast_to(value_known, (num_games,))),
     )
 
 
@@ -269,6 +283,7 @@ def sample(
         ownership=None if buffer.ownership is None else buffer.ownership[rows].astype(jnp.float32),
         score=None if buffer.score is None else buffer.score[rows],
         aux_weight=None if buffer.scored is None else buffer.scored[rows].astype(jnp.float32),
+        value_weight=None if buffer.value_known is None else buffer.value_known[rows].astype(jnp.float32),
     )
     if symmetry_game is None:
         return batch

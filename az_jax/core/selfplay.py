@@ -6,7 +6,7 @@ chosen greedily by visit count afterwards (AlphaGo Zero, Silver et al., Nature 2
 keeps the AGZ cut-off of 30 by default). With `random_opening_plies` K > 0 (not in the papers) the first K plies of
 each game are uniformly random legal moves instead (from the learner's first rate step on,
 `random_opening_plies_after_rate_step` of them when that is set); their positions are searched and stored like any
-other.
+other (their outcomes, which follow random moves, are no value targets with `mask_random_opening_values`).
 With `resign` (AlphaGo Zero, az_jax/core/resign.py) a game also ends when its mover resigns; the resigning side loses.
 With KataGo's auxiliary targets on, the final position of each game that ends is also scored for ownership and margin
 (GameSpec.final_targets), which reach its positions with z.
@@ -205,6 +205,8 @@ def play(
             search_value=value,
             trainable=None if settings.fast_search is None else full,
             state=games,
+            # a random move follows this position (kept where the buffer keeps it: Config.mask_random_opening_values)
+            value_known=state.ply >= opening_plies if random_openings else None,
         )
         mover = games.current_player
         games = jax.vmap(env.step)(games, action)

@@ -123,6 +123,10 @@ def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -
         )
     if config.random_opening_plies_after_rate_step and not config.lr_boundaries:
         raise ConfigError("random_opening_plies_after_rate_step needs a rate step (lr_boundaries is empty)")
+    if config.mask_random_opening_values and not (
+        config.random_opening_plies or config.random_opening_plies_after_rate_step
+    ):
+        raise ConfigError("mask_random_opening_values needs random openings (random_opening_plies is 0)")
     if config.train_ratio <= 0:
         raise ConfigError(f"train_ratio must be > 0, got {config.train_ratio}")
     if config.c_base <= 0 or config.c_init < 0:

@@ -4,7 +4,8 @@ and optionally its score against rollout MCTS (`az-jax eval`).
 
     python -m experiments.strength.solver_benchmark RUN_DIR [RUN_DIR ...] [--step K | --steps K1,K2,...]
         [--simulations 64] [--positions experiments/data/connect_four_positions.jsonl]
-        [--mcts 200,1000 --games 100] [--json FILE] [--by-depth] [--search puct|gumbel] [--symmetry-ensemble]
+        [--mcts 200,1000 --games 100] [--json FILE] [--by-depth [--depths 0,8,16,24]] [--search puct|gumbel]
+        [--symmetry-ensemble]
 
 Any other connect-four player is scored the same way: wrap it as a `(states, key) -> actions` function and call
 `connect_four_solver.evaluate`.
@@ -27,8 +28,16 @@ from az_jax.runtime.checkpoint import CheckpointError
 DEFAULT_POSITIONS = solver_lib.DEFAULT_POSITIONS
 
 
-# Stones on the board: the depth buckets of `--by-depth`
+# Stones on the board: the depth buckets of `--by-depth` (their first stone counts; `--depths` sets others)
 DEPTHS = ((0, 8), (8, 16), (16, 24), (24, 42))
+
+
+def depth_buckets(starts: str) -> tuple[tuple[int, int], ...]:
+    """ "0,8,16,24" -> ((0, 8), (8, 16), (16, 24), (24, 42)): from each count to the next, the last to a full board."""
+    firsts = [int(k) for k in starts.split(",")]
+    if not firsts or firsts != sorted(set(firsts)) or firsts[0] < 0 or firsts[-1] >= 42:
+        raise ValueError(f"--depths must be increasing stone counts in 0-41, got {starts!r}")
+    return tuple(zip(firsts, [*firsts[1:], 42]))
 
 
 def load_connect_four(run_dir: str, step: int | None):
@@ -49,16 +58,19 @@ def agent_results(agent, positions: solver_lib.PositionSet, simulations: int) ->
     return raw, solver_lib.evaluate(agent.player(simulations), positions, jax.random.key(1))
 
 
-def benchmark_agent(agent, positions: solver_lib.PositionSet, simulations: int, by_depth: bool = False) -> dict:
+def benchmark_agent(
+    agent, positions: solver_lib.PositionSet, simulations: int, by_depth: bool = False, depths=DEPTHS
+) -> dict:
     """{"raw": summary, "searchN": summary} and with `by_depth` {"depth": {"a-b": {"raw": share, "searchN": share,
-    "positions": n}}} for the buckets of DEPTHS."""
+    "positions": n, "value_won": mean, "value_drawn": mean}}} for the buckets `depths` ((first, past last) stones;
+    a mean is None where the bucket has no such position)."""
     raw, search = agent_results(agent, positions, simulations)
     row = {"raw": raw.summary(), f"search{simulations}": search.summary()}
     if by_depth:
         depth, won, drawn = positions.depth, positions.value == 1, positions.value == 0
         states = states_from_moves(agent.env, positions.moves)
         value = np.asarray(agent.policy_value(states)[1])  # [P] the network's value for the mover
-        mean = lambda mask: float(value[mask].mean()) if mask.any() else float("nan")
+        mean = lambda mask: float(value[mask].mean()) if mask.any() else None
         row["depth"] = {
             f"{lo}-{hi - 1}": {
                 "positions": int(m.sum()),
@@ -67,7 +79,7 @@ def benchmark_agent(agent, positions: solver_lib.PositionSet, simulations: int, 
                 "value_won": mean(m & won),
                 "value_drawn": mean(m & drawn),
             }
-            for lo, hi in DEPTHS
+            for lo, hi in depths
             if (m := (depth >= lo) & (depth < hi)).any()
         }
     return row
@@ -79,6 +91,10 @@ def line(name: str, summary: dict) -> str:
         f"{summary['optimal_won']:.3f} of {summary['won']}, drawn {summary['optimal_drawn']:.3f} of "
         f"{summary['drawn']})"
     )
+
+
+def _signed(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.3f}"
 
 
 def main(argv=None) -> int:
@@ -97,6 +113,9 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None, help="append one JSON line per run to this file")
     parser.add_argument("--by-depth", action="store_true", help="also the shares by stones on the board")
     parser.add_argument(
+        "--depths", default="0,8,16,24", help="--by-depth's buckets: the stone count each starts at (default 0,8,16,24)"
+    )
+    parser.add_argument(
         "--search",
         choices=("puct", "gumbel"),
         default=None,
@@ -110,6 +129,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         positions = solver_lib.load(args.positions)
+        depths = depth_buckets(args.depths)
     except (OSError, ValueError) as e:
         print(f"solver_benchmark: {e}", file=sys.stderr)
         return 2
@@ -123,7 +143,7 @@ def main(argv=None) -> int:
         # the greedy-play settings this scoring changes (evaluate.PLAY_KEYS), for the solver shares and --mcts alike
         play = ((f"eval_search={args.search}",) if args.search else ()) + (ENSEMBLE if args.symmetry_ensemble else ())
         agent = with_play_settings(agent, play)
-        scores = benchmark_agent(agent, positions, args.simulations, args.by_depth)
+        scores = benchmark_agent(agent, positions, args.simulations, args.by_depth, depths)
         row = {
             "run_dir": run_dir,
             "step": agent.step,
@@ -138,7 +158,7 @@ def main(argv=None) -> int:
             print(
                 f"  {bucket} stones ({shares['positions']} positions): raw {shares['raw']:.3f}, "
                 f"search {shares[f'search{args.simulations}']:.3f}; mean value in won positions "
-                f"{shares['value_won']:+.3f}, in drawn {shares['value_drawn']:+.3f}"
+                f"{_signed(shares['value_won'])}, in drawn {_signed(shares['value_drawn'])}"
             )
         for sims in [int(s) for s in args.mcts.split(",") if s.strip()]:
             summary = evaluate(
