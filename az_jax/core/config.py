@@ -237,6 +237,11 @@ class Config:
         return self.dirichlet_alpha or get_game(self.game).dirichlet_alpha
 
     @property
+    def wdl_value(self) -> bool:
+        """Whether the value head gives win/draw/loss logits (`value_head` "wdl") rather than one tanh unit."""
+        return self.value_head == "wdl"
+
+    @property
     def acting_search(self) -> str:
         """The search algorithm of greedy play outside self-play."""
         return self.eval_search or self.search

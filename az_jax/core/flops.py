@@ -38,7 +38,7 @@ def network_forward_flops(config: Config, observation_shape: tuple[int, ...], nu
             pooled = max(1, channels // 3)
             flops += 2 * (2 * pooled) * (channels - pooled)
     flops += 2 * points * channels * 2 + 2 * (2 * points) * num_actions  # policy head
-    value_outputs = 3 if config.value_head == "wdl" else 1  # win/draw/loss logits or the tanh unit
+    value_outputs = 3 if config.wdl_value else 1  # win/draw/loss logits or the tanh unit
     flops += 2 * points * channels + 2 * points * hidden + 2 * hidden * value_outputs  # value head
     if config.aux_ownership_weight > 0:
         flops += 2 * points * channels

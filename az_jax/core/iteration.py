@@ -111,7 +111,7 @@ def make_setup(config: Config, platform: str | None = None) -> Setup:
         env=env,
         network=network,
         apply_fn=lambda variables, obs: network.apply(variables, obs, train=False),  # type: ignore[arg-type,return-value]
-        learn_apply=learner.learning_apply(learning, aux=config.aux_targets or config.value_head == "wdl"),
+        learn_apply=learner.learning_apply(learning, aux=config.aux_targets or config.wdl_value),
         selfplay=selfplay_lib.SelfPlayConfig.from_config(config),
     )
 

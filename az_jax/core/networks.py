@@ -171,7 +171,7 @@ def make_network(config, num_actions: int, axis_name: str | None = None, platfor
         global_pooling_every=config.global_pooling_every,
         ownership_head=config.aux_ownership_weight > 0,
         score_head=config.aux_score_weight > 0,
-        wdl_value=config.value_head == "wdl",
+        wdl_value=config.wdl_value,
         remat=config.remat,
         input_planes=get_game(config.game).liberty_planes if config.liberty_planes else None,
     )
