@@ -83,7 +83,8 @@ class Config:
     # NOT IN THE PAPERS: a position played before its game's last random opening ply learns no value (its policy target
     # is kept): its outcome z follows moves chosen at random, not by the players, so it is the result of a random
     # continuation (on connect four the network then valued won positions of 3 stones at −0.08). Needs random openings.
-    # The replay buffer keeps a flag a row, so a run cannot change it on resume
+    # The replay buffer keeps a flag a row, so a run cannot change it on resume. Measured on connect four's `hours`
+    # preset: the opening's values right, its play 0.005 behind (experiments/strength/README.md §24)
     mask_random_opening_values: bool = False
     max_num_considered_actions: int = 16  # Gumbel search only: actions kept by sequential halving
     # Forced playouts and policy target pruning (KataGo: Wu 2019, §3.2), PUCT self-play only: every root child that
