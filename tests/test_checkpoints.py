@@ -264,6 +264,20 @@ def test_the_replay_buffer_is_saved_with_the_fields_it_always_had(trained):
     }  # fmt: skip
 
 
+def test_the_value_flags_of_a_masked_run_are_saved_and_restore(tmp_path):
+    # Config.mask_random_opening_values: the buffer's value_known is a later field, saved only when the switch is on
+    config = override(CONFIG, ["random_opening_plies=2", "mask_random_opening_values=true"])
+    trainer = Trainer(config, make_mesh(jax.devices()[:1]))
+    state = trainer.init_state()
+    state = state.replace(replay=state.replay.replace(value_known=state.replay.value_known.at[1].set(True)))
+    manager = ckpt.make_manager(str(tmp_path), keep=1)
+    ckpt.save(manager, state, config)
+    manager.wait_until_finished()
+    restored = ckpt.restore(manager, 0, trainer.abstract_state(), config)
+    assert int(restored.replay.value_known.sum()) == 1 and bool(restored.replay.value_known[1])
+    chex.assert_trees_all_equal(jax.device_get(restored), jax.device_get(state))
+
+
 def test_compact_replay_rows_restore_with_their_action_count(tmp_path):
     # chess with compact rows (Config.compact_replay): the row's 218 policy entries, their actions and the packed mask
     # are saved; the action count (4,672, a static field) comes back from the config's state, not from the files

@@ -70,7 +70,7 @@ def _split(state):
 
 # Replay fields added after checkpoints existed: saved only when their switch is on (not None), so a checkpoint of a
 # run without them has exactly the train item it had before them, and older checkpoints restore.
-_LATER_REPLAY_FIELDS = ("ownership", "score", "policy_index", "scored", "state")
+_LATER_REPLAY_FIELDS = ("ownership", "score", "policy_index", "scored", "state", "value_known")
 # ReplayBuffer's static fields (not arrays): never saved, restored from the abstract state the config makes
 _STATIC_REPLAY_FIELDS = ("num_actions",)
 
