@@ -288,6 +288,8 @@ def test_multipv_lists_every_move_and_scores_mate_in_one(session):
 
 
 def test_go_limits(session):
+    # the engine sets its agent up on the first command that needs it: here, whatever test ran first on this worker
+    assert "readyok" in session.ask("isready")
     board = chess.Board()
     go = lambda text: session.engine._limits(up.parse_go(text.split())[0], board)  # noqa: E731
     assert go("") == (SIMULATIONS, math.inf)  # the Simulations option
