@@ -12,13 +12,15 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import mctx
 import numpy as np
 import pytest
 
 import envs
-from az_jax.core import search
+from az_jax.core import search, validation
 from az_jax.core.overrides import override
 from az_jax.core.presets import preset
+from az_jax.core.validation import ConfigError
 
 from conftest import uninformative_model
 
@@ -192,3 +194,56 @@ def test_puct_target_at_few_simulations_on_go_is_one_hot_where_gumbels_is_the_pr
     np.testing.assert_allclose(weights, np.full(82, 1 / 82), rtol=1e-5)
     # The small preset trains go_9x9 with Gumbel's target at 16 simulations.
     assert (config.search, config.num_simulations) == ("gumbel", 16)
+
+
+def _two_move_tree_search(c_scale: float, c_visit: float):
+    """Greedy Gumbel search (no Gumbel noise) at a root with two moves, prior logits [2, 0], where move 0 leads to a
+    loss for the mover (Q = −1) and move 1 to a win (Q = +1); 2 simulations visit each move once."""
+
+    def recurrent_fn(params, rng_key, action, embedding):
+        del params, rng_key
+        # the child's value is from its own mover's view; Q(root, a) = reward + discount · value = −value
+        value = jnp.where(action == 0, 1.0, -1.0)  # [1]
+        out = mctx.RecurrentFnOutput(
+            reward=jnp.zeros(1), discount=-jnp.ones(1), prior_logits=jnp.zeros((1, 2)), value=value
+        )
+        return out, embedding
+
+    root = mctx.RootFnOutput(prior_logits=jnp.array([[2.0, 0.0]]), value=jnp.zeros(1), embedding=jnp.zeros(1))
+    settings = search.SearchConfig(
+        num_simulations=2, algorithm="gumbel", gumbel_scale=0.0, gumbel_c_scale=c_scale, gumbel_c_visit=c_visit
+    )
+    out = search.gumbel(None, jax.random.key(0), root, recurrent_fn, jnp.zeros((1, 2), bool), settings)
+    np.testing.assert_array_equal(np.asarray(search.visit_counts(out))[0], [1, 1])
+    return int(out.action[0]), np.asarray(out.action_weights)[0]
+
+
+@pytest.mark.parametrize(
+    "c_scale, c_visit, move, target_win",
+    [
+        # σ(q̂) = (c_visit + max N) · c_scale · q̂ with max N = 1 and q̂ = [0, 1] (Q rescaled over the two children).
+        # c_visit 0, c_scale 1: logits + σ = [2, 0 + 1] = [2, 1]: the prior's move; target softmax [2, 1] gives the
+        # win 1 / (1 + e) = 0.269.
+        (1.0, 0.0, 0, 1 / (1 + np.e)),
+        # c_scale 3: [2, 3]: the winning move, target 1 / (1 + e^−1) = 0.731.
+        (3.0, 0.0, 1, 1 / (1 + np.exp(-1.0))),
+        # mctx's values 0.1 and 50: σ = 51 · 0.1 = 5.1, [2, 5.1]: target 1 / (1 + e^−3.1) = 0.957.
+        (0.1, 50.0, 1, 1 / (1 + np.exp(-3.1))),
+        # c_scale 0.03 with c_visit 50: σ = 51 · 0.03 = 1.53 < 2: the prior's move, target 1 / (1 + e^0.47) = 0.385.
+        (0.03, 50.0, 0, 1 / (1 + np.exp(0.47))),
+    ],
+)
+def test_gumbel_c_scale_and_c_visit_weigh_the_searched_values_against_the_prior(c_scale, c_visit, move, target_win):
+    action, weights = _two_move_tree_search(c_scale, c_visit)
+    assert action == move
+    np.testing.assert_allclose(weights, [1 - target_win, target_win], rtol=1e-5)
+
+
+def test_gumbel_c_scale_and_c_visit_reach_both_searches_from_the_config():
+    config = override(preset("connect_four", "small"), {"gumbel_c_scale": 0.3, "gumbel_c_visit": 20.0})
+    for settings in (search.SearchConfig.for_selfplay(config), search.SearchConfig.for_play(config, 64)):
+        assert (settings.gumbel_c_scale, settings.gumbel_c_visit) == (0.3, 20.0)
+    with pytest.raises(ConfigError, match="gumbel_c_scale must be > 0"):
+        validation.check(override(config, {"gumbel_c_scale": 0.0}), 1, tuple(search.METHODS))
+    with pytest.raises(ConfigError, match="gumbel_c_visit must be >= 0"):
+        validation.check(override(config, {"gumbel_c_visit": -1.0}), 1, tuple(search.METHODS))

@@ -87,6 +87,12 @@ class Config:
     # preset: the opening's values right, its play 0.005 behind (experiments/strength/README.md §24)
     mask_random_opening_values: bool = False
     max_num_considered_actions: int = 16  # Gumbel search only: actions kept by sequential halving
+    # Gumbel search only: its monotone transform of the completed Q-values, σ(q̂(a)) = (c_visit + max_b N(b)) ·
+    # c_scale · q̂(a) (Danihelka et al. 2022, "Policy improvement by planning with Gumbel", Eq. 8; q̂ rescaled to [0, 1]
+    # among the node's children), added to the logits to choose and to train on: a larger c_scale trusts the search's
+    # values more than the prior. mctx's values: 0.1 and 50. A search setting only, so a run may change them on resume.
+    gumbel_c_scale: float = 0.1
+    gumbel_c_visit: float = 50.0
     # Forced playouts and policy target pruning (KataGo: Wu 2019, §3.2), PUCT self-play only: every root child that
     # has been visited gets at least n_forced(c) = sqrt(k · P(c) · Σ N) visits, and the policy target then takes back
     # the visits that PUCT would not have given (children left with one visit are dropped). k = 2 in KataGo; 0 is off.
@@ -332,5 +338,7 @@ RESUMABLE_KEYS = frozenset(
         "eval_search",
         "eval_solver_simulations",
         "eval_symmetry_ensemble",
+        "gumbel_c_scale",
+        "gumbel_c_visit",
     }
 )

@@ -43,6 +43,8 @@ class SearchConfig:
     dirichlet_alpha: float = 0.3  # its concentration
     max_num_considered_actions: int = 16  # Gumbel: actions kept by sequential halving
     gumbel_scale: float = 1.0  # Gumbel: 0 searches without Gumbel noise
+    gumbel_c_scale: float = 0.1  # Gumbel: σ(q̂) = (c_visit + max N) · c_scale · q̂ (Config.gumbel_c_scale)
+    gumbel_c_visit: float = 50.0
     symmetry_game: str | None = None  # evaluations see a random symmetry of this game (AlphaGo Zero); None: off
     forced_playouts_k: float = 0.0  # PUCT: forced playouts and policy target pruning (KataGo §3.2); 0: off
     pass_check_game: str | None = None  # greedy play: passes checked by this game's count (Config.pass_check)
@@ -59,6 +61,8 @@ class SearchConfig:
             dirichlet_fraction=config.dirichlet_fraction,
             dirichlet_alpha=config.root_dirichlet_alpha,
             max_num_considered_actions=config.max_num_considered_actions,
+            gumbel_c_scale=config.gumbel_c_scale,
+            gumbel_c_visit=config.gumbel_c_visit,
             symmetry_game=config.game if config.search_symmetries else None,
             forced_playouts_k=config.forced_playouts_k,
             eye_rule_game=config.game if config.eye_rule == "always" else None,
@@ -270,6 +274,11 @@ def gumbel(params, rng_key, root, recurrent_fn, invalid, search: SearchConfig, l
         invalid_actions=invalid,
         max_num_considered_actions=search.max_num_considered_actions,
         gumbel_scale=search.gumbel_scale,
+        qtransform=functools.partial(
+            mctx.qtransform_completed_by_mix_value,
+            value_scale=search.gumbel_c_scale,
+            maxvisit_init=search.gumbel_c_visit,
+        ),
         loop_fn=loop_fn,
     )
 

@@ -81,6 +81,10 @@ def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -
     ]:
         if getattr(config, key) < 0:
             raise ConfigError(f"{key} must be >= 0, got {getattr(config, key)}")
+    if not config.gumbel_c_scale > 0:
+        raise ConfigError(f"gumbel_c_scale must be > 0, got {config.gumbel_c_scale}")
+    if not config.gumbel_c_visit >= 0:
+        raise ConfigError(f"gumbel_c_visit must be >= 0, got {config.gumbel_c_visit}")
     if not 0.0 <= config.value_target_mix <= 1.0:
         raise ConfigError(f"value_target_mix must be in [0, 1], got {config.value_target_mix}")
     after = config.value_target_mix_after_rate_step

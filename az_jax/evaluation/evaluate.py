@@ -49,9 +49,9 @@ def write_games(directory: str, game: str, a: str, b: str, games: list[match_lib
     return len(games)
 
 
-# The config keys of greedy play alone, which a match may set for the agent (`az-jax eval --set`): none changes the
-# network or what its checkpoint holds
-PLAY_KEYS = ("eval_search", "pass_check", "eye_rule", "eval_symmetry_ensemble")
+# The config keys a match may set for the agent (`az-jax eval --set`): greedy play's own, and the Gumbel search's Q
+# transform (which self-play shares); none changes the network or what its checkpoint holds
+PLAY_KEYS = ("eval_search", "pass_check", "eye_rule", "eval_symmetry_ensemble", "gumbel_c_scale", "gumbel_c_visit")
 
 
 def with_play_settings(agent, play: tuple[str, ...]):
