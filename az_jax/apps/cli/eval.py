@@ -62,7 +62,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help=(
             "a setting of the agent's greedy play for this match (eval_search, pass_check, eye_rule, "
-            "eval_symmetry_ensemble); repeatable"
+            "eval_symmetry_ensemble, gumbel_c_scale, gumbel_c_visit); repeatable"
         ),
     )
     add_weights(parser)
