@@ -28,16 +28,17 @@ from az_jax.runtime.checkpoint import CheckpointError
 DEFAULT_POSITIONS = solver_lib.DEFAULT_POSITIONS
 
 
-# Stones on the board: the depth buckets of `--by-depth` (their first stone counts; `--depths` sets others)
-DEPTHS = ((0, 8), (8, 16), (16, 24), (24, 42))
-
-
 def depth_buckets(starts: str) -> tuple[tuple[int, int], ...]:
     """ "0,8,16,24" -> ((0, 8), (8, 16), (16, 24), (24, 42)): from each count to the next, the last to a full board."""
     firsts = [int(k) for k in starts.split(",")]
     if not firsts or firsts != sorted(set(firsts)) or firsts[0] < 0 or firsts[-1] >= 42:
         raise ValueError(f"--depths must be increasing stone counts in 0-41, got {starts!r}")
     return tuple(zip(firsts, [*firsts[1:], 42]))
+
+
+# Stones on the board: the depth buckets of `--by-depth`, by the stone count each starts at (`--depths` sets others)
+DEFAULT_DEPTHS = "0,8,16,24"
+DEPTHS = depth_buckets(DEFAULT_DEPTHS)
 
 
 def load_connect_four(run_dir: str, step: int | None):
@@ -113,7 +114,9 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None, help="append one JSON line per run to this file")
     parser.add_argument("--by-depth", action="store_true", help="also the shares by stones on the board")
     parser.add_argument(
-        "--depths", default="0,8,16,24", help="--by-depth's buckets: the stone count each starts at (default 0,8,16,24)"
+        "--depths",
+        default=DEFAULT_DEPTHS,
+        help=f"--by-depth's buckets: the stone count each starts at (default {DEFAULT_DEPTHS})",
     )
     parser.add_argument(
         "--search",
