@@ -25,6 +25,7 @@ def test_unknown_key_is_rejected_naming_it():
     [
         ("num_simulations=0", "num_simulations"),
         ("num_blocks=-1", "num_blocks"),
+        ("value_head_filters=0", "value_head_filters"),
         ("dirichlet_fraction=1.5", "dirichlet_fraction"),
         ("game=nope", "nope"),
         ("eval_solver_simulations=-1", "eval_solver_simulations"),

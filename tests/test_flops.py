@@ -31,6 +31,9 @@ def test_auxiliary_heads_and_global_pooling_add_their_layers():
     assert flops.network_forward_flops(pooled, (3, 3, 2), 9) == 7_180 + 12
     # a win/draw/loss value head: its last dense layer 8 → 3 instead of 8 → 1, 2·8·3 − 2·8 = 32 more
     assert flops.network_forward_flops(_tiny(value_head="wdl"), (3, 3, 2), 9) == 7_180 + 32
+    # 3 value filters: the 1×1 conv 2·9·4·3 = 216 instead of 72 (+144), the hidden layer reads 9·3 = 27 inputs:
+    # 2·27·8 = 432 instead of 144 (+288)
+    assert flops.network_forward_flops(_tiny(value_head_filters=3), (3, 3, 2), 9) == 7_180 + 144 + 288
 
 
 def test_iteration_flops_from_evaluations_and_gradient_steps():

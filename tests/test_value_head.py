@@ -1,10 +1,11 @@
 """The win/draw/loss value head (Config.value_head = "wdl"): its target distribution and cross-entropy by hand, the
 network's value P(win) − P(loss), the loss it puts in place of (z − v)², learning a drawn share a tanh unit cannot
-show, and the key's checks."""
+show, and the key's checks; the value head's 1×1 convolution with more than one filter (Config.value_head_filters)."""
 
 import dataclasses
 import math
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -133,3 +134,23 @@ def test_the_key_is_checked_and_a_resume_cannot_change_it():
     assert wdl.value_head == "wdl" and Config().value_head == "tanh"  # the papers' tanh by default
     with pytest.raises(checkpoint.CheckpointError, match="value_head: saved 'tanh' vs requested 'wdl'"):
         checkpoint.check_compatible(Config(), wdl, "checkpoint 10")
+
+
+def _params(value_head_filters: int | None):
+    base = dataclasses.replace(config_lib.Config(game="tic_tac_toe"), num_blocks=1, num_channels=4, value_hidden=8)
+    config = base if value_head_filters is None else dataclasses.replace(base, value_head_filters=value_head_filters)
+    network = networks.make_network(config, num_actions=9)
+    return network.init(jax.random.key(0), jnp.zeros((1, 3, 3, 2)))["params"]
+
+
+def test_value_head_filters_widen_its_convolution_and_the_hidden_layers_input():
+    # The default is AGZ's head: 1×1 conv 4 → 1 filter, its 3·3·1 = 9 outputs into the 8 hidden units.
+    default, wide = _params(None), _params(3)
+    chex.assert_trees_all_equal(default, _params(1))  # the key's default is the papers' network, value for value
+    assert (default["Conv_2"]["kernel"].shape, default["Dense_1"]["kernel"].shape) == ((1, 1, 4, 1), (9, 8))
+    # 3 filters: kernel 1×1×4×3, the BN's scale and bias 3 each, the hidden layer reads 3·3·3 = 27 inputs
+    assert (wide["Conv_2"]["kernel"].shape, wide["BatchNorm_2"]["scale"].shape) == ((1, 1, 4, 3), (3,))
+    assert wide["Dense_1"]["kernel"].shape == (27, 8)
+    # parameters: +4·2 (kernel) +2·2 (BN scale and bias) +9·2·8 (hidden kernel rows) = 8 + 4 + 144 = 156
+    count = lambda params: sum(leaf.size for leaf in jax.tree.leaves(params))
+    assert count(wide) - count(default) == 156

@@ -39,6 +39,10 @@ class Config:
     num_blocks: int = 19  # residual blocks after the stem (paper: 19)
     num_channels: int = 256  # filters per 3×3 conv (paper: 256)
     value_hidden: int = 256  # units of the value head's hidden layer (paper: 256)
+    # filters of the value head's 1×1 convolution, whose H·W·F outputs feed its hidden layer (AGZ "Neural network
+    # architecture": 1). NOT IN THE PAPERS above 1: Leela Chess Zero's value head takes 32 (lczero.org, "Neural
+    # network topology"), so the value reads more than one number a point of the trunk's features
+    value_head_filters: int = 1
     compute_dtype: Literal["float32", "bfloat16"] = "float32"  # activations/matmuls; params stay float32
     # every k-th residual block pools a third of its channels over the board into per-channel biases (KataGo's global
     # pooling, Wu 2019, §4.1); 0: none (the papers' network)

@@ -39,7 +39,8 @@ def network_forward_flops(config: Config, observation_shape: tuple[int, ...], nu
             flops += 2 * (2 * pooled) * (channels - pooled)
     flops += 2 * points * channels * 2 + 2 * (2 * points) * num_actions  # policy head
     value_outputs = 3 if config.wdl_value else 1  # win/draw/loss logits or the tanh unit
-    flops += 2 * points * channels + 2 * points * hidden + 2 * hidden * value_outputs  # value head
+    filters = config.value_head_filters
+    flops += 2 * points * channels * filters + 2 * points * filters * hidden + 2 * hidden * value_outputs  # value head
     if config.aux_ownership_weight > 0:
         flops += 2 * points * channels
     if config.aux_score_weight > 0:

@@ -78,6 +78,7 @@ class AlphaZeroNet(nn.Module):
     num_blocks: int = 19  # residual blocks after the stem (paper: 19 → the "20-block" network)
     channels: int = 256
     value_hidden: int = 256
+    value_filters: int = 1  # the value head's 1×1 convolution (AGZ: 1 filter; Config.value_head_filters)
     dtype: Any = jnp.float32  # compute dtype; parameters are always float32
     axis_name: str | None = None  # device axis for cross-device batch norm while learning (None: local batch)
     conv: Callable = lax.conv_general_dilated  # the convolution (same forward pass; see make_network)
@@ -131,8 +132,9 @@ class AlphaZeroNet(nn.Module):
         # Policy head: conv 1×1 (2 filters) → BN → ReLU → FC to the action logits.
         p = nn.relu(bn()(conv(2, (1, 1))(x)))
         logits = nn.Dense(self.num_actions, dtype=self.dtype)(p.reshape(batch, -1))
-        # Value head: conv 1×1 (1 filter) → BN → ReLU → FC hidden → ReLU → FC 1 → tanh (or FC 3 → win/draw/loss).
-        v = nn.relu(bn()(conv(1, (1, 1))(x)))
+        # Value head: conv 1×1 (1 filter; F with value_filters) → BN → ReLU → FC hidden → ReLU → FC 1 → tanh (or FC 3
+        # → win/draw/loss).
+        v = nn.relu(bn()(conv(self.value_filters, (1, 1))(x)))  # [B, H, W, F]
         hidden = nn.relu(nn.Dense(self.value_hidden, dtype=self.dtype)(v.reshape(batch, -1)))
         wdl = None
         if self.wdl_value:
@@ -165,6 +167,7 @@ def make_network(config, num_actions: int, axis_name: str | None = None, platfor
         num_blocks=config.num_blocks,
         channels=config.num_channels,
         value_hidden=config.value_hidden,
+        value_filters=config.value_head_filters,
         dtype=dtype,
         axis_name=axis_name,
         conv=conv,
