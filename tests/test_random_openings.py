@@ -128,6 +128,8 @@ def test_a_run_may_resume_with_other_openings():
         )
     # self-play's simulations per move likewise (no search tree is kept between plies)
     ckpt.check_compatible(saved, overrides_lib.override(saved, ["num_simulations=32"]), "run")
+    # and the plies whose move is sampled from the search's policy (only the moves played change)
+    ckpt.check_compatible(saved, overrides_lib.override(saved, ["temperature_moves=16"]), "run")
     with pytest.raises(ckpt.CheckpointError, match="replay_capacity"):
         ckpt.check_compatible(saved, overrides_lib.override(saved, ["replay_capacity=1024"]), "run")
 

@@ -75,7 +75,7 @@ class Config:
     c_base: float = 19652.0
     dirichlet_alpha: float = 0.0  # root noise concentration; 0 means the game's value from envs/
     dirichlet_fraction: float = 0.25  # ε: P = (1 − ε) p + ε η at the root, self-play only (AGZ "Self-play")
-    temperature_moves: int = -1  # plies sampled ∝ visit counts, then greedy; -1 means the game's value
+    temperature_moves: int = -1  # plies sampled ∝ visit counts, then greedy; -1 means the game's value; resumable
     # NOT IN THE PAPERS: the first K plies of every self-play game are uniformly random legal moves (each position is
     # still searched and stored with its search's targets; only the move played is random), so that games start from
     # many openings and self-play cannot settle into one drawn line. 0: off (the papers).
@@ -331,6 +331,7 @@ RESUMABLE_KEYS = frozenset(
         "random_opening_plies_after_rate_step",
         "value_target_mix_after_rate_step",
         "num_simulations",
+        "temperature_moves",
         "learning_rates",
         "lr_boundaries",
         "checkpoint_every",
