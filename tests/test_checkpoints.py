@@ -253,15 +253,16 @@ def test_unreadable_config_json_is_one_error(tmp_path, content):
 
 
 def test_the_replay_buffer_is_saved_with_the_fields_it_always_had(trained):
-    """Fields added to the replay buffer later (the auxiliary targets) are saved only when their switch is on: a run
-    without them writes exactly the train item of earlier versions, so their checkpoints keep restoring (a train item
-    whose tree has other keys does not restore)."""
+    """Fields added to the replay buffer and the self-play state later (the auxiliary targets, game forking's
+    candidates) are saved only when their switch is on: a run without them writes exactly the train item of earlier
+    versions, so their checkpoints keep restoring (a train item whose tree has other keys does not restore)."""
     with open(os.path.join(ckpt.checkpoint_dir(trained.run_dir), "4", "train", "_METADATA")) as f:
         paths = [ast.literal_eval(k) for k in json.load(f)["tree_metadata"]]
     replay = {path[1] for path in paths if path[0] == "replay"}
     assert replay == {
         "observation", "policy", "legal", "player", "slot", "episode", "outcome", "pending", "done", "search_value"
     }  # fmt: skip
+    assert {path[1] for path in paths if path[0] == "games"} == {"env", "ply", "episode", "resign"}
 
 
 def test_the_value_flags_of_a_masked_run_are_saved_and_restore(tmp_path):
@@ -275,6 +276,21 @@ def test_the_value_flags_of_a_masked_run_are_saved_and_restore(tmp_path):
     manager.wait_until_finished()
     restored = ckpt.restore(manager, 0, trainer.abstract_state(), config)
     assert int(restored.replay.value_known.sum()) == 1 and bool(restored.replay.value_known[1])
+    chex.assert_trees_all_equal(jax.device_get(restored), jax.device_get(state))
+
+
+def test_the_fork_candidates_of_a_forking_run_are_saved_and_restore(tmp_path):
+    # Config.fork_fraction: the self-play state's candidates are later fields, saved only when forking is on
+    config = override(CONFIG, ["fork_fraction=0.5"])
+    trainer = Trainer(config, make_mesh(jax.devices()[:1]))
+    state = trainer.init_state()
+    games = state.games.replace(fork_ply=state.games.fork_ply.at[1].set(3), fork_offers=state.games.fork_offers + 2)
+    state = state.replace(games=games)
+    manager = ckpt.make_manager(str(tmp_path), keep=1)
+    ckpt.save(manager, state, config)
+    manager.wait_until_finished()
+    restored = ckpt.restore(manager, 0, trainer.abstract_state(), config)
+    assert int(restored.games.fork_ply.sum()) == 3 and int(restored.games.fork_offers[0]) == 2
     chex.assert_trees_all_equal(jax.device_get(restored), jax.device_get(state))
 
 

@@ -90,6 +90,13 @@ class Config:
     # The replay buffer keeps a flag a row, so a run cannot change it on resume. Measured on connect four's `hours`
     # preset: the opening's values right, its play 0.005 behind (experiments/strength/README.md §24)
     mask_random_opening_values: bool = False
+    # NOT IN THE PAPERS: game forking (KataGo: Wu 2019, arXiv:1902.10565, its self-play's forked games). Each new
+    # self-play game, with this probability, starts from a fork of its slot's previous game instead of the initial
+    # position: one of that game's positions (uniform among them) after one uniformly random legal move, played on by
+    # the search from there. Self-play then also sees positions that strong play reaches after a mistake, each with
+    # its own game's outcome (the game it forked from keeps its own). In [0, 1); 0: off (the papers). Self-play keeps
+    # a fork candidate a game, so a run cannot change it on resume.
+    fork_fraction: float = 0.0
     max_num_considered_actions: int = 16  # Gumbel search only: actions kept by sequential halving
     # Gumbel search only: its monotone transform of the completed Q-values, σ(q̂(a)) = (c_visit + max_b N(b)) ·
     # c_scale · q̂(a) (Danihelka et al. 2022, "Policy improvement by planning with Gumbel", Eq. 8; q̂ rescaled to [0, 1]

@@ -134,7 +134,11 @@ def init_state(setup: Setup, seed: int | jax.Array) -> TrainState:
         batch_stats=variables["batch_stats"],
         opt_state=learner.make_optimizer(cfg).init(variables["params"]),
         games=selfplay_lib.init(
-            setup.env, games_key, cfg.selfplay_batch_size, cfg.resign_disabled_fraction if cfg.resign else None
+            setup.env,
+            games_key,
+            cfg.selfplay_batch_size,
+            cfg.resign_disabled_fraction if cfg.resign else None,
+            forking=cfg.fork_fraction > 0,
         ),
         replay=replay_lib.init(
             cfg.replay_capacity,
@@ -298,6 +302,8 @@ def iteration(setup: Setup, state: TrainState, learning_rates: jax.Array | None 
         "train/learning_rate": learner.current_learning_rate(cfg, opt_state, learning_rates),
         **{f"train/{k}": v for k, v in lm.items()},
     }
+    if "forked" in sp:  # game forking: the games that ended whose slot's next game starts from a fork
+        metrics["selfplay/forked_fraction"] = sp["forked"] / games_done
     if reanalysed:
         reanalysed = jax.tree.map(lambda x: jax.lax.psum(x, DEVICE_AXIS), reanalysed)
         metrics["reanalyse/positions"] = reanalysed["positions"]

@@ -7,6 +7,11 @@ keeps the AGZ cut-off of 30 by default). With `random_opening_plies` K > 0 (not 
 each game are uniformly random legal moves instead (from the learner's first rate step on,
 `random_opening_plies_after_rate_step` of them when that is set); their positions are searched and stored like any
 other (their outcomes, which follow random moves, are no value targets with `mask_random_opening_values`).
+With `fork_fraction` f > 0 (game forking, KataGo: Wu 2019; not in the papers) every game keeps a fork candidate: one of
+its positions, uniform among them (reservoir sampling: the game's n-th position replaces the candidate with probability
+1/n), after one uniformly random legal move that does not end the game. When the game ends, its slot's next game
+starts, with probability f, from that candidate (its plies counted from the initial position, so temperature and
+random openings stay per ply of the game) instead of the initial position.
 With `resign` (AlphaGo Zero, az_jax/core/resign.py) a game also ends when its mover resigns; the resigning side loses.
 With KataGo's auxiliary targets on, the final position of each game that ends is also scored for ownership and margin
 (GameSpec.final_targets), which reach its positions with z.
@@ -34,6 +39,9 @@ class SelfPlayState:
     ply: jax.Array  # [B] int32 plies already played in each slot's current game
     episode: jax.Array  # [B] int32 games started so far in each slot (names a game together with its slot)
     resign: resign_lib.ResignGames | None = None  # [B, ...] resignation bookkeeping (None: resignation off)
+    fork: Any = None  # pgx.State [B, ...] each game's fork candidate (None: forking off)
+    fork_ply: jax.Array | None = None  # [B] int32 plies before the candidate's position; 0: no candidate yet
+    fork_offers: jax.Array | None = None  # [B] int32 positions of the current game offered as candidates so far
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +68,7 @@ class SelfPlayConfig:
     # Each ply searches the device's games in groups of this many, one after the other (Config.search_batch_size): a
     # search tree only lives during its group's search, so the trees' memory is set by it. 0: all games in one search.
     search_batch_size: int = 0
+    fork_fraction: float = 0.0  # the fraction of new games started from their slot's fork candidate (0: off)
 
     @classmethod
     def from_config(cls, config: Config) -> "SelfPlayConfig":
@@ -79,23 +88,57 @@ class SelfPlayConfig:
             full_search_fraction=config.full_search_fraction,
             final_targets=get_game(config.game).final_targets if config.aux_targets else None,
             search_batch_size=config.search_batch_size,
+            fork_fraction=config.fork_fraction,
         )
 
 
 def init(
-    env: pgx.Env, rng_key: jax.Array, num_games: int, resign_disabled_fraction: float | None = None
+    env: pgx.Env,
+    rng_key: jax.Array,
+    num_games: int,
+    resign_disabled_fraction: float | None = None,
+    forking: bool = False,
 ) -> SelfPlayState:
-    """Starts `num_games` fresh games (with resignation bookkeeping unless `resign_disabled_fraction` is None); the
-    key is consumed."""
+    """Starts `num_games` fresh games (with resignation bookkeeping unless `resign_disabled_fraction` is None, with
+    room for fork candidates if `forking`); the key is consumed."""
     resign = None
     if resign_disabled_fraction is not None:
         rng_key, resign_key = jax.random.split(rng_key)
         resign = resign_lib.init_games(resign_key, num_games, resign_disabled_fraction)
+    games = jax.vmap(env.init)(jax.random.split(rng_key, num_games))
     return SelfPlayState(
-        env=jax.vmap(env.init)(jax.random.split(rng_key, num_games)),
+        env=games,
         ply=jnp.zeros(num_games, jnp.int32),
         episode=jnp.zeros(num_games, jnp.int32),
         resign=resign,
+        fork=games if forking else None,  # placeholders until each game's first ply: fork_ply 0 marks none
+        fork_ply=jnp.zeros(num_games, jnp.int32) if forking else None,
+        fork_offers=jnp.zeros(num_games, jnp.int32) if forking else None,
+    )
+
+
+def _where_games(mask: jax.Array, new, old):
+    """Batched pgx states [B, ...]: `new`'s game where mask [B] is True, else `old`'s."""
+    return jax.tree.map(lambda n, o: jnp.where(mask.reshape((-1,) + (1,) * (o.ndim - 1)), n, o), new, old)
+
+
+def offer_forks(env: pgx.Env, state: SelfPlayState, rng_key: jax.Array) -> SelfPlayState:
+    """Offers each game's current position (ply t, the game's n-th position) as its fork candidate: that position
+    after one uniformly random legal move replaces the candidate with probability 1/n, unless the move ends the game
+    (reservoir sampling: the candidate is uniform among the game's positions so far). Returns `state` with the new
+    candidates [B, ...], their plies t + 1 [B] and the offer counts n [B]; the key is consumed."""
+    assert state.fork_offers is not None and state.fork_ply is not None  # init(forking=True)
+    move_key, keep_key = jax.random.split(rng_key)
+    games = state.env
+    move = jax.random.categorical(move_key, jnp.where(games.legal_action_mask, 0.0, -jnp.inf))  # [B]
+    forked = jax.vmap(env.step)(games, move)
+    offers = state.fork_offers + 1
+    keep = jax.random.uniform(keep_key, offers.shape) * offers < 1.0  # [B] probability 1/n
+    keep = keep & ~(forked.terminated | forked.truncated)
+    return state.replace(  # type: ignore[attr-defined]
+        fork=_where_games(keep, forked, state.fork),
+        fork_ply=jnp.where(keep, state.ply + 1, state.fork_ply),
+        fork_offers=offers,
     )
 
 
@@ -162,6 +205,8 @@ def play(
             settings.random_opening_plies,
         )
     random_openings = bool(settings.random_opening_plies or settings.random_opening_plies_after_rate_step)
+    forking = settings.fork_fraction > 0
+    assert not forking or state.fork_ply is not None  # init(forking=True)
 
     def step(carry, xs):
         state, buffer = carry
@@ -171,6 +216,9 @@ def play(
             reset_key, resign_key = jax.random.split(reset_key)
         if random_openings:
             reset_key, opening_key = jax.random.split(reset_key)
+        if forking:
+            reset_key, candidate_key, fork_key = jax.random.split(reset_key, 3)
+            state = offer_forks(env, state, candidate_key)
         games = state.env
         legal = games.legal_action_mask
 
@@ -230,18 +278,29 @@ def play(
         buffer = replay_lib.resolve(buffer, ended, state.episode, rewards, final, resigned)
         decisive = ended & (jnp.abs(rewards).sum(-1) > 0)
         fresh = jax.vmap(env.init)(jax.random.split(reset_key, num_games))
-        games = jax.tree.map(
-            lambda new, old: jnp.where(ended.reshape((-1,) + (1,) * (old.ndim - 1)), new, old), fresh, games
-        )
         length = state.ply + 1
+        start_ply = jnp.zeros_like(length)  # [B] the plies before each new game's first position
+        if forking:  # a new game starts from its slot's candidate with probability f, where there is one
+            fork_ply = state.fork_ply
+            forks = ended & (fork_ply > 0) & jax.random.bernoulli(fork_key, settings.fork_fraction, ended.shape)
+            fresh = _where_games(forks, state.fork, fresh)
+            start_ply = jnp.where(forks, fork_ply, 0)
+        games = _where_games(ended, fresh, games)
         state = SelfPlayState(
-            env=games, ply=jnp.where(ended, 0, length), episode=state.episode + ended, resign=resign_games
+            env=games,
+            ply=jnp.where(ended, start_ply, length),
+            episode=state.episode + ended,
+            resign=resign_games,
+            fork=state.fork,
+            fork_ply=None if state.fork_ply is None else jnp.where(ended, 0, state.fork_ply),  # new games: none yet
+            fork_offers=None if state.fork_offers is None else jnp.where(ended, 0, state.fork_offers),
         )
         metrics = {
             "games": ended.sum(),
             "game_length": jnp.where(ended, length, 0).sum(),
             "decisive": decisive.sum(),
             "full_search_plies": full.astype(jnp.int32),
+            **({"forked": forks.sum()} if forking else {}),
             **extra,
         }
         return (state, buffer), metrics

@@ -128,6 +128,10 @@ def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -
         )
     if config.random_opening_plies_after_rate_step and not config.lr_boundaries:
         raise ConfigError("random_opening_plies_after_rate_step needs a rate step (lr_boundaries is empty)")
+    if not 0.0 <= config.fork_fraction < 1.0:
+        raise ConfigError(
+            f"fork_fraction must be in [0, 1) (some games start from the initial position), got {config.fork_fraction}"
+        )
     if config.mask_random_opening_values and not (
         config.random_opening_plies or config.random_opening_plies_after_rate_step
     ):

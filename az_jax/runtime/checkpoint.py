@@ -28,6 +28,7 @@ from az_jax.core import config as config_lib
 from az_jax.core import overrides as overrides_lib
 from az_jax.core.gating import BestPlayer
 from az_jax.core.replay import ReplayBuffer
+from az_jax.core.selfplay import SelfPlayState
 
 
 class CheckpointError(RuntimeError):
@@ -58,7 +59,7 @@ def _split(state):
     model = {"params": state.params, "batch_stats": state.batch_stats}
     train = {
         "opt_state": state.opt_state,
-        "games": state.games,
+        "games": _later_fields_dropped(state.games, SelfPlayState, _LATER_GAMES_FIELDS),
         "replay": _replay_item(state.replay),
         "key": state.key,
         "iteration": state.iteration,
@@ -73,15 +74,21 @@ def _split(state):
 _LATER_REPLAY_FIELDS = ("ownership", "score", "policy_index", "scored", "state", "value_known")
 # ReplayBuffer's static fields (not arrays): never saved, restored from the abstract state the config makes
 _STATIC_REPLAY_FIELDS = ("num_actions",)
+# Self-play state fields added after checkpoints existed (game forking's candidates), saved the same way
+_LATER_GAMES_FIELDS = ("fork", "fork_ply", "fork_offers")
 
 
 def _replay_item(replay: Any) -> Any:
-    if not isinstance(replay, ReplayBuffer):  # a placeholder (agents' test checkpoints): saved as it is
-        return replay
-    fields = {
-        f.name: getattr(replay, f.name) for f in dataclasses.fields(replay) if f.name not in _STATIC_REPLAY_FIELDS
-    }
-    return {k: v for k, v in fields.items() if v is not None or k not in _LATER_REPLAY_FIELDS}
+    return _later_fields_dropped(replay, ReplayBuffer, _LATER_REPLAY_FIELDS, _STATIC_REPLAY_FIELDS)
+
+
+def _later_fields_dropped(item: Any, cls: type, later: tuple[str, ...], static: tuple[str, ...] = ()) -> Any:
+    """A `cls` dataclass as the dict of its fields, less its static ones and its `later` ones that are None;
+    anything else (a placeholder: agents' test checkpoints) as it is."""
+    if not isinstance(item, cls):
+        return item
+    fields = {f.name: getattr(item, f.name) for f in dataclasses.fields(item) if f.name not in static}
+    return {k: v for k, v in fields.items() if v is not None or k not in later}
 
 
 def save(manager: ocp.CheckpointManager, state, config: config_lib.Config) -> int:
@@ -291,6 +298,8 @@ def restore(manager: ocp.CheckpointManager, step: int, abstract_state, config: c
     if isinstance(abstract_state.replay, ReplayBuffer):
         static = {k: getattr(abstract_state.replay, k) for k in _STATIC_REPLAY_FIELDS}
         t["replay"] = ReplayBuffer(**t["replay"], **static)
+    if isinstance(abstract_state.games, SelfPlayState):
+        t["games"] = SelfPlayState(**t["games"])
     return abstract_state.replace(params=m["params"], batch_stats=m["batch_stats"], **t)
 
 
