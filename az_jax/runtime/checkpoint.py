@@ -82,7 +82,7 @@ def _replay_item(replay: Any) -> Any:
     return _later_fields_dropped(replay, ReplayBuffer, _LATER_REPLAY_FIELDS, _STATIC_REPLAY_FIELDS)
 
 
-def _later_fields_dropped(item: Any, cls: type, later: tuple[str, ...], static: tuple[str, ...] = ()) -> Any:
+def _later_fields_dropped(item: Any, cls: Any, later: tuple[str, ...], static: tuple[str, ...] = ()) -> Any:
     """A `cls` dataclass as the dict of its fields, less its static ones and its `later` ones that are None;
     anything else (a placeholder: agents' test checkpoints) as it is."""
     if not isinstance(item, cls):
