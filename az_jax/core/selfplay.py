@@ -189,7 +189,8 @@ def play(
     `first_ply` is the global ply counter (iteration · num_plies) that places the rows in the buffer.
     Returns the new games, buffer and summed metrics (games finished, their total length, decisive results; with
     resignation also "resigned", the games resigned, and "resign_counts", resign.outcome_counts of the played-out
-    games).
+    games; with forking also "forked", the new games started from a fork). A forked game's length counts its plies
+    from the initial position.
     `v_resign` ([] float) is the resignation threshold when `settings.resign_disabled_fraction` is not None.
     `optimizer_step` ([] int) is the learner's step count, which sets the random plies when
     `settings.random_opening_plies_after_rate_step` is on.
