@@ -20,7 +20,7 @@ from typing import Literal
 
 import pgx
 
-from envs import go_eyes, go_liberties, go_scoring
+from envs import connect_four_board, go_eyes, go_liberties, go_scoring
 
 CapRule = Literal["draw", "scored", "none"]
 
@@ -43,8 +43,11 @@ class GameSpec:
     opening_plies: int = 4  # random plies that open an evaluation game (see below)
     # The final position's ownership and score margin, for KataGo's auxiliary targets (Config.aux_ownership_weight,
     # aux_score_weight): one unbatched finished pgx state -> (ownership [2, H·W] in {−1, 0, +1}, margin [2] in points),
-    # row p from pgx player id p's point of view. None: the game defines neither (only Go does: envs/go_scoring.py).
+    # row p from pgx player id p's point of view. None: the game defines neither (Go: envs/go_scoring.py; connect four
+    # its final board with no margin: envs/connect_four_board.py).
     final_targets: Callable | None = None
+    # Whether final_targets' margin is a score (Go's area count); False: the game has none, the score head is refused
+    final_margin: bool = True
     # The most legal moves any position of the game has, where it is far below the action space: the bound that lets
     # a replay row keep only that many policy entries (Config.compact_replay). Chess: 218 (the largest known count in a
     # legal position, each promotion piece a move of its own as in pgx's actions); shogi: 593 (likewise). None: no
@@ -104,6 +107,8 @@ GAMES: dict[str, GameSpec] = {
             cap_rule="none",
             temperature_moves=8,
             symmetries=("identity", "flip_lr"),
+            final_targets=connect_four_board.final_targets,
+            final_margin=False,
         ),
         # L ≈ 8.5 -> 10/8.5 = 1.2, clipped to 1.
         GameSpec(

@@ -176,10 +176,11 @@ class Config:
     augment_symmetries: bool = False
     # KataGo's auxiliary targets (Wu, "Accelerating Self-Play Learning in Go", 2019, "Auxiliary Ownership and Score
     # Targets"; its ablation: 1.65× less self-play computation to reach the same strength with them), for games that
-    # define the final ownership and score (envs/registry.py: Go). Each position also learns, from its mover's point of
-    # view, who owns each point of the game's final position (an ownership head: tanh per point) and the final score
-    # margin (a score head). 0: no head, no target kept (the papers' network and loss). With `resign` they are learnt
-    # from the games played to their end only (a resigned game has no final position; replay.ReplayBuffer.scored).
+    # define the final ownership and score (envs/registry.py: Go; connect four its final board, ownership only). Each
+    # position also learns, from its mover's point of view, who owns each point of the game's final position (an
+    # ownership head: tanh per point) and the final score margin (a score head). 0: no head, no target kept (the
+    # papers' network and loss). With `resign` they are learnt from the games played to their end only (a resigned
+    # game has no final position; replay.ReplayBuffer.scored).
     # Weight of the ownership loss, the cross-entropy of (1 + o)/2 against (1 + ô)/2 averaged over the board's points.
     # KataGo: 1.5/b² per point summed over the b² points, i.e. 1.5 here
     aux_ownership_weight: float = 0.0

@@ -221,7 +221,8 @@ def _check_numbers(config: "Config") -> None:
 
 
 def _check_aux_targets(config: "Config") -> None:
-    """KataGo's auxiliary targets: non-negative weights, > 0 only for a game that defines them. With resignation
+    """KataGo's auxiliary targets: non-negative weights, > 0 only for a game that defines them (the score only for a
+    game with a score: not connect four, whose final board is an ownership target alone). With resignation
     they are learnt from the games played to their end (a resigned game has no final position to own or score)."""
     for key in ("aux_ownership_weight", "aux_score_weight"):
         weight = getattr(config, key)
@@ -232,6 +233,12 @@ def _check_aux_targets(config: "Config") -> None:
                 f"{key} needs a game that defines the final ownership and score; {config.game} does not "
                 f"(games that do: {', '.join(g for g, s in GAMES.items() if s.final_targets)})"
             )
+    if config.aux_score_weight > 0 and not get_game(config.game).final_margin:
+        raise ConfigError(
+            f"aux_score_weight needs a game with a final score; {config.game} has none (its final board is "
+            f"aux_ownership_weight's target; games with a score: "
+            f"{', '.join(g for g, s in GAMES.items() if s.final_targets and s.final_margin)})"
+        )
 
 
 def _check_variant(config: "Config", num_devices: int) -> None:
