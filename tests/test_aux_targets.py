@@ -379,7 +379,8 @@ def test_one_iteration_scores_finished_games_for_each_mover(tmp_path):
     ("game", "assignments", "message"),
     [
         ("connect_four", ["aux_score_weight=1"], "connect_four has none (its final board is aux_ownership_weight's"),
-        ("tic_tac_toe", ["aux_score_weight=1"], "tic_tac_toe does not (games that do: connect_four, go_9x9, go_19x19)"),
+        ("tic_tac_toe", ["aux_score_weight=1"], "tic_tac_toe does not (games that do: go_9x9, go_19x19)"),
+        ("tic_tac_toe", ["aux_ownership_weight=1"], "tic_tac_toe does not (games that do: connect_four, go_9x9, go_19"),
         (GO, ["aux_score_weight=-1"], "aux_score_weight must be >= 0, got -1.0"),
         (GO, ["aux_ownership_weight=nan"], "aux_ownership_weight must be a finite number"),
     ],

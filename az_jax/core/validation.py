@@ -229,9 +229,11 @@ def _check_aux_targets(config: "Config") -> None:
         if weight < 0:
             raise ConfigError(f"{key} must be >= 0, got {weight}")
         if weight > 0 and get_game(config.game).final_targets is None:
+            scored = key == "aux_score_weight"  # the games with a score for the score head, any for ownership
+            games = [g for g, s in GAMES.items() if s.final_targets and (s.final_margin or not scored)]
             raise ConfigError(
                 f"{key} needs a game that defines the final ownership and score; {config.game} does not "
-                f"(games that do: {', '.join(g for g, s in GAMES.items() if s.final_targets)})"
+                f"(games that do: {', '.join(games)})"
             )
     if config.aux_score_weight > 0 and not get_game(config.game).final_margin:
         raise ConfigError(
