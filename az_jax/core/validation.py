@@ -224,13 +224,13 @@ def _check_aux_targets(config: "Config") -> None:
     """KataGo's auxiliary targets: non-negative weights, > 0 only for a game that defines them (the score only for a
     game with a score: not connect four, whose final board is an ownership target alone). With resignation
     they are learnt from the games played to their end (a resigned game has no final position to own or score)."""
-    for key in ("aux_ownership_weight", "aux_score_weight"):
+    owned = [g for g, s in GAMES.items() if s.final_targets]
+    scored = [g for g in owned if GAMES[g].final_margin]
+    for key, games in (("aux_ownership_weight", owned), ("aux_score_weight", scored)):
         weight = getattr(config, key)
         if weight < 0:
             raise ConfigError(f"{key} must be >= 0, got {weight}")
         if weight > 0 and get_game(config.game).final_targets is None:
-            scored = key == "aux_score_weight"  # the games with a score for the score head, any for ownership
-            games = [g for g, s in GAMES.items() if s.final_targets and (s.final_margin or not scored)]
             raise ConfigError(
                 f"{key} needs a game that defines the final ownership and score; {config.game} does not "
                 f"(games that do: {', '.join(games)})"
@@ -238,8 +238,7 @@ def _check_aux_targets(config: "Config") -> None:
     if config.aux_score_weight > 0 and not get_game(config.game).final_margin:
         raise ConfigError(
             f"aux_score_weight needs a game with a final score; {config.game} has none (its final board is "
-            f"aux_ownership_weight's target; games with a score: "
-            f"{', '.join(g for g, s in GAMES.items() if s.final_targets and s.final_margin)})"
+            f"aux_ownership_weight's target; games with a score: {', '.join(scored)})"
         )
 
 
