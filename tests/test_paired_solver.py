@@ -49,3 +49,13 @@ def test_the_depth_buckets_run_from_each_count_to_the_next():
     for bad in ("8,0", "0,0,8", "0,42", "-1,4"):
         with pytest.raises(ValueError, match="--depths must be increasing"):
             depth_buckets(bad)
+
+
+def test_steps_b_must_name_one_checkpoint_for_each_of_a(tmp_path, capsys):
+    from experiments.strength.paired_solver import main
+
+    # 3 of A's checkpoints against 2 of B's: refused before any run or position file is read
+    rc = main(["run_a", "run_b", "--steps", "10,20,30", "--steps-b", "13,26", "--json", str(tmp_path / "p.json")])
+    assert rc == 2
+    assert "--steps-b names 2 checkpoints, --steps 3" in capsys.readouterr().err
+    assert not (tmp_path / "p.json").exists()

@@ -1,7 +1,7 @@
 """Two connect-four runs on the same solved positions, position by position: which one plays the optimal move where
 the other does not, at the same checkpoints (az_jax/evaluation/connect_four_solver.py).
 
-    python -m experiments.strength.paired_solver RUN_A RUN_B --steps K1,K2,... [--simulations 64]
+    python -m experiments.strength.paired_solver RUN_A RUN_B --steps K1,K2,... [--steps-b L1,L2,...] [--simulations 64]
         [--positions experiments/data/connect_four_positions.jsonl] [--json FILE] [--ensemble-b] [--set-b KEY=VALUE ...]
 
 Two shares of one position set differ by less noise than two independent shares: only the positions where exactly
@@ -12,7 +12,8 @@ discordant counts (McNemar's exact test). Summed over the checkpoints, the count
 positions come back at every checkpoint), so the pooled p-value is an indication, not a test; the per-checkpoint
 differences are also given as a mean and their spread. With `--ensemble-b` run B acts with `eval_symmetry_ensemble`
 on, and `--set-b KEY=VALUE` sets any greedy-play key for run B (`evaluate.PLAY_KEYS`, e.g. `eval_search=puct`);
-RUN_B may then be RUN_A, to measure the setting alone.
+RUN_B may then be RUN_A, to measure the setting alone. `--steps-b` pairs each of A's checkpoints with another of B's
+(two runs whose iterations cost differently, compared at equal compute).
 """
 
 import argparse
@@ -78,6 +79,7 @@ def main(argv=None) -> int:
     parser.add_argument("run_a")
     parser.add_argument("run_b")
     parser.add_argument("--steps", required=True, help="comma-separated checkpoints, present in both runs")
+    parser.add_argument("--steps-b", default=None, help="B's checkpoints, one for each of --steps (default: the same)")
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--positions", default=DEFAULT_POSITIONS)
     parser.add_argument("--json", default=None, help="write the comparison here (an existing file is kept)")
@@ -95,6 +97,9 @@ def main(argv=None) -> int:
         return 2
     try:
         steps = [int(k) for k in args.steps.split(",")]
+        steps_b = [int(k) for k in args.steps_b.split(",")] if args.steps_b else steps
+        if len(steps_b) != len(steps):
+            raise ValueError(f"--steps-b names {len(steps_b)} checkpoints, --steps {len(steps)}")
         positions = solver_lib.load(args.positions)
     except (OSError, ValueError) as e:
         print(f"paired_solver: {e}", file=sys.stderr)
@@ -102,22 +107,23 @@ def main(argv=None) -> int:
     play_b = tuple(args.set_b) + (ENSEMBLE if args.ensemble_b else ())
     measures = ("raw", f"search{args.simulations}")
     rows = []
-    for step in steps:
+    for step, step_b in zip(steps, steps_b):
         results = {}
-        for arm, run_dir in (("a", args.run_a), ("b", args.run_b)):
+        for arm, run_dir, arm_step in (("a", args.run_a, step), ("b", args.run_b, step_b)):
             try:
-                agent = load_connect_four(run_dir, step)
+                agent = load_connect_four(run_dir, arm_step)
                 if arm == "b":
                     agent = with_play_settings(agent, play_b)  # ConfigError on a key outside greedy play
             except (CheckpointError, ConfigError) as e:
                 print(f"paired_solver: {e}", file=sys.stderr)
                 return 2
             results[arm] = agent_results(agent, positions, args.simulations)
-        row: dict = {"step": step}
+        row: dict = {"step": step, "step_b": step_b}
+        label = f"{step}" if step_b == step else f"{step}/{step_b}"
         for i, name in enumerate(measures):
             row[name] = r = paired(results["a"][i].optimal, results["b"][i].optimal)
             print(
-                f"{step} {name}: A {r['a']:.4f}, B {r['b']:.4f}; A only {r['a_only']}, B only {r['b_only']}; "
+                f"{label} {name}: A {r['a']:.4f}, B {r['b']:.4f}; A only {r['a_only']}, B only {r['b_only']}; "
                 f"B − A {r['diff']:+.4f} ± {r['se']:.4f}, p {r['p']:.3f}"
             )
         rows.append(row)
