@@ -85,6 +85,7 @@ import numpy as np
 from jax import lax
 
 from az_jax.alphago.position import Position
+from az_jax.core.rows import where_rows
 
 # (name, number of planes), in Extended Data Table 2's order.
 PLANES: tuple[tuple[str, int], ...] = (
@@ -477,8 +478,7 @@ def _ladders(board: jax.Array, moves: dict[str, jax.Array], n: int) -> tuple[jax
         )
 
         def pick(new, forked, old):
-            shape = (-1,) + (1,) * (jnp.ndim(old) - 1)
-            return jnp.where(from_reads.reshape(shape), new, jnp.where(from_stack.reshape(shape), forked, old))
+            return where_rows(from_reads, new, where_rows(from_stack, forked, old))
 
         fresh_line = {
             "board": fresh[0],

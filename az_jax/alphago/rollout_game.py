@@ -37,6 +37,7 @@ from az_jax.alphago import features as features_lib
 from az_jax.alphago import lean_chains
 from az_jax.alphago import rollout_policy as rollout_lib
 from az_jax.alphago.position import Position, from_pgx
+from az_jax.core.rows import where_rows
 
 
 @struct.dataclass
@@ -94,7 +95,7 @@ def step(state: Lean, action: jax.Array, n: int, max_steps: int) -> Lean:
     moving = ~state.over
     passes = jnp.where(action >= p, state.passes + 1, 0)
     steps = state.steps + 1
-    keep = lambda new, old: jnp.where(moving.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)  # noqa: E731
+    keep = functools.partial(where_rows, moving)
     return Lean(
         board=keep(board, state.board),
         label=keep(label, state.label),

@@ -71,6 +71,7 @@ from az_jax.alphago.policy_player import sensible_moves
 from az_jax.alphago.position import Position, from_pgx
 from az_jax.alphago.value_store import FORMAT, TEST_EVERY, ValueDataError, ValuePositions
 from az_jax.core import devices
+from az_jax.core.rows import where_rows
 
 PAPER_U_MAX = 450  # U ~ unif{1, 450} on 19×19
 MAX_ATTEMPTS = 16  # games started per slot before it gives up
@@ -100,11 +101,6 @@ def _shape(config: PolicyShape) -> tuple[int, int, int]:
 def _game(size: int):
     """pgx's Go rules object (komi 7.5, a cap of 2 N² moves), used without the env's observation and rewards."""
     return pgx.make(f"go_{size}x{size}")._game  # type: ignore[arg-type, attr-defined]
-
-
-def _where(mask: jax.Array, new, old):
-    """Per game (leading axis): `new` where mask, else `old`, for every leaf of two equal pytrees."""
-    return jax.tree.map(lambda n, o: jnp.where(mask.reshape(mask.shape + (1,) * (n.ndim - 1)), n, o), new, old)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -164,7 +160,7 @@ def _generator(size: int, sl_shape: tuple[int, int, int], rl_shape: tuple[int, i
             keys = jax.vmap(jax.random.fold_in, (0, None))(game_keys, c["t"])
             keys = jax.vmap(lambda k: jax.random.split(k, 3))(keys)  # [b, 3]: U, policy sample, random move
             restart = c["restart"]
-            x = _where(restart, start, c["x"])
+            x = where_rows(restart, start, c["x"])
             new_u = jax.vmap(lambda k: jax.random.randint(k, (), u_lo, u_hi + 1))(keys[:, 0])
             u = jnp.where(restart, new_u, c["u"])
             attempts = c["attempts"] + restart
@@ -187,11 +183,11 @@ def _generator(size: int, sl_shape: tuple[int, int, int], rl_shape: tuple[int, i
             random_move = jnp.where(legal.any(-1), random_point, points)
             action = jnp.where(random, random_move, policy_move).astype(jnp.int32)
 
-            x = _where(active, jax.vmap(game.step)(x, action), x)
+            x = where_rows(active, jax.vmap(game.step)(x, action), x)
             column = jnp.minimum(ply, length - 1)
             moves = moves.at[rows, column].set(jnp.where(active, action, moves[rows, column]).astype(jnp.int16))
             terminal = jax.vmap(game.is_terminal)(x)
-            captured = _where(random, from_pgx(GoState(_x=x)), c["captured"])  # type: ignore[call-arg]
+            captured = where_rows(random, from_pgx(GoState(_x=x)), c["captured"])  # type: ignore[call-arg]
             too_soon = active & (ply < u) & terminal  # over before s_{U+1} exists as a live position
             finished = active & (ply >= u) & terminal
             rewards = jax.lax.cond(
@@ -311,7 +307,7 @@ def _replayer(size: int):
             wanted = action >= 0
             a = jnp.clip(action, 0, points)
             legal = jax.vmap(game.legal_action_mask)(x)[jnp.arange(m), a] & ~jax.vmap(game.is_terminal)(x)
-            x = _where(wanted, jax.vmap(game.step)(x, a), x)
+            x = where_rows(wanted, jax.vmap(game.step)(x, a), x)
             return (x, ok & (legal | ~wanted)), None
 
         (x, ok), _ = jax.lax.scan(ply, (start, jnp.ones(m, bool)), moves.T.astype(jnp.int32))

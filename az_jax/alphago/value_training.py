@@ -54,6 +54,7 @@ from az_jax.alphago.networks import PolicyNetwork, ValueNetwork
 from az_jax.alphago.policy_player import policy_actions
 from az_jax.alphago.position import Position
 from az_jax.core import devices
+from az_jax.core.rows import where_rows
 from envs import symmetries
 
 PAPER_HALVING_FRACTION = 80 / 340  # as the SL network: α halved every 80 M of 340 M steps
@@ -384,15 +385,11 @@ def _rollout_values(policy: Partial, states: pgx.State, key: jax.Array, k: int) 
         t, x = c
         over = jax.vmap(game.is_terminal)(x)
         action = policy(value_data.env_state(x, order), jax.random.fold_in(key, t))
-        return t + 1, _where(~over, jax.vmap(game.step)(x, action), x)
+        return t + 1, where_rows(~over, jax.vmap(game.step)(x, action), x)
 
     _, x = jax.lax.while_loop(lambda c: ~jnp.all(jax.vmap(game.is_terminal)(c[1])), body, (jnp.int32(0), x))
     z = jnp.take_along_axis(jax.vmap(game.rewards)(x), mover[:, None], axis=1)[:, 0]  # rewards by colour
     return z.reshape(k, b).mean(axis=0)
-
-
-def _where(mask: jax.Array, new, old):
-    return jax.tree.map(lambda n, o: jnp.where(mask.reshape(mask.shape + (1,) * (n.ndim - 1)), n, o), new, old)
 
 
 def rollout_values(policy_apply: Callable, states: pgx.State, key: jax.Array, k: int) -> jax.Array:

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from az_jax.core.rows import where_rows
 from envs import symmetries as symmetries_lib
 
 
@@ -187,9 +188,7 @@ def rewrite(
     """Replaces the policy targets π [R, A] (and search values [R], where kept) of distinct `rows` [R] where `valid`
     [R] bool; everything else of those rows (outcome, mask, state) stays. Reanalyse's write."""
     policy, index = _stored_policy(buffer, policy)
-    put = lambda field, value: field.at[rows].set(
-        jnp.where(valid.reshape((-1,) + (1,) * (value.ndim - 1)), value, field[rows])
-    )
+    put = lambda field, value: field.at[rows].set(where_rows(valid, value, field[rows]))
     return buffer.replace(  # type: ignore[attr-defined]
         policy=put(buffer.policy, policy),
         policy_index=None if index is None else put(buffer.policy_index, index),

@@ -30,6 +30,8 @@ import jax.numpy as jnp
 import mctx
 from flax import struct
 
+from az_jax.core.rows import where_rows
+
 # Candidate thresholds for calibration: −1.00, −0.95, …, −0.05 (20 values). The grid is a choice: NOT IN THE PAPERS.
 GRID = tuple(round(-1.0 + 0.05 * k, 2) for k in range(20))
 NONE = -1  # "no player": the rule has not fired in this game
@@ -81,9 +83,7 @@ def init_games(rng_key: jax.Array, num_games: int, disabled_fraction: float) -> 
 def restart(games: ResignGames, ended: jax.Array, rng_key: jax.Array, disabled_fraction: float) -> ResignGames:
     """Fresh bookkeeping for the slots whose game ended ([B] bool); the others are kept. The key is consumed."""
     fresh = init_games(rng_key, ended.shape[0], disabled_fraction)
-    return jax.tree.map(
-        lambda new, old: jnp.where(ended.reshape((-1,) + (1,) * (old.ndim - 1)), new, old), fresh, games
-    )
+    return where_rows(ended, fresh, games)
 
 
 def resign_value(output: mctx.PolicyOutput, legal: jax.Array) -> jax.Array:

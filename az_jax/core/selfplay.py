@@ -30,6 +30,7 @@ from az_jax.core import replay as replay_lib
 from az_jax.core import resign as resign_lib
 from az_jax.core import search as search_lib
 from az_jax.core.config import Config
+from az_jax.core.rows import where_rows
 from envs import get_game
 
 
@@ -117,11 +118,6 @@ def init(
     )
 
 
-def _where_games(mask: jax.Array, new, old):
-    """Batched pgx states [B, ...]: `new`'s game where mask [B] is True, else `old`'s."""
-    return jax.tree.map(lambda n, o: jnp.where(mask.reshape((-1,) + (1,) * (o.ndim - 1)), n, o), new, old)
-
-
 def offer_forks(env: pgx.Env, state: SelfPlayState, rng_key: jax.Array) -> SelfPlayState:
     """Offers each game's current position (ply t, the game's n-th position) as its fork candidate: that position
     after one uniformly random legal move replaces the candidate with probability 1/n, unless the move ends the game
@@ -136,7 +132,7 @@ def offer_forks(env: pgx.Env, state: SelfPlayState, rng_key: jax.Array) -> SelfP
     keep = jax.random.uniform(keep_key, offers.shape) * offers < 1.0  # [B] probability 1/n
     keep = keep & ~(forked.terminated | forked.truncated)
     return state.replace(  # type: ignore[attr-defined]
-        fork=_where_games(keep, forked, state.fork),
+        fork=where_rows(keep, forked, state.fork),
         fork_ply=jnp.where(keep, state.ply + 1, state.fork_ply),
         fork_offers=offers,
     )
@@ -284,9 +280,9 @@ def play(
         if forking:  # a new game starts from its slot's candidate with probability f, where there is one
             fork_ply = state.fork_ply
             forks = ended & (fork_ply > 0) & jax.random.bernoulli(fork_key, settings.fork_fraction, ended.shape)
-            fresh = _where_games(forks, state.fork, fresh)
+            fresh = where_rows(forks, state.fork, fresh)
             start_ply = jnp.where(forks, fork_ply, 0)
-        games = _where_games(ended, fresh, games)
+        games = where_rows(ended, fresh, games)
         state = SelfPlayState(
             env=games,
             ply=jnp.where(ended, start_ply, length),
