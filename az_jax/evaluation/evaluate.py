@@ -15,6 +15,7 @@ from az_jax.core import overrides as overrides_lib
 from az_jax.core import search as search_lib
 from az_jax.core import validation
 from az_jax.core.config import FIELDS, ConfigError, get_game_or_error
+from az_jax.core.play_keys import PLAY_KEYS
 from az_jax.engines import EngineError
 from az_jax.evaluation import match as match_lib
 from az_jax.evaluation import players as players_lib
@@ -47,11 +48,6 @@ def write_games(directory: str, game: str, a: str, b: str, games: list[match_lib
         )
         records.write_record(os.path.join(directory, f"game-{i + 1:04d}"), record)
     return len(games)
-
-
-# The config keys a match may set for the agent (`az-jax eval --set`): greedy play's own, and the Gumbel search's Q
-# transform (which self-play shares); none changes the network or what its checkpoint holds
-PLAY_KEYS = ("eval_search", "pass_check", "eye_rule", "eval_symmetry_ensemble", "gumbel_c_scale", "gumbel_c_visit")
 
 
 def with_play_settings(agent, play: tuple[str, ...]):

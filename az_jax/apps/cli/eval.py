@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from az_jax.apps.cli.args import add_weights, non_negative_int, path, positive_int, seed, simulations
+from az_jax.core.play_keys import PLAY_KEYS
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -60,10 +61,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help=(
-            "a setting of the agent's greedy play for this match (eval_search, pass_check, eye_rule, "
-            "eval_symmetry_ensemble, gumbel_c_scale, gumbel_c_visit); repeatable"
-        ),
+        help=f"a setting of the agent's greedy play for this match ({', '.join(PLAY_KEYS)}); repeatable",
     )
     add_weights(parser)
     return parser
