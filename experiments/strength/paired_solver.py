@@ -11,7 +11,7 @@ paired standard error sqrt(n_AB + n_BA − (n_AB − n_BA)²/P) / P, and the two
 discordant counts (McNemar's exact test). Summed over the checkpoints, the counts are not independent draws (the same
 positions come back at every checkpoint), so the pooled p-value is an indication, not a test; the per-checkpoint
 differences are also given as a mean and their spread. With `--ensemble-b` run B acts with `eval_symmetry_ensemble`
-on, and `--set-b KEY=VALUE` sets any greedy-play key for run B (`evaluate.PLAY_KEYS`, e.g. `eval_search=puct`);
+on, and `--set-b KEY=VALUE` sets any greedy-play key for run B (`az_jax/core/play_keys.py`, e.g. `eval_search=puct`);
 RUN_B may then be RUN_A, to measure the setting alone. `--steps-b` pairs each of A's checkpoints with another of B's
 (two runs whose iterations cost differently, compared at equal compute).
 """
@@ -89,7 +89,7 @@ def main(argv=None) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a greedy-play setting for run B (repeatable; the keys of evaluate.PLAY_KEYS)",
+        help="a greedy-play setting for run B (repeatable; the keys of az_jax/core/play_keys.py)",
     )
     args = parser.parse_args(argv)
     if args.json and os.path.exists(args.json):

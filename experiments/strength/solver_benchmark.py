@@ -143,7 +143,7 @@ def main(argv=None) -> int:
         except CheckpointError as e:
             print(f"solver_benchmark: {e}", file=sys.stderr)
             return 2
-        # the greedy-play settings this scoring changes (evaluate.PLAY_KEYS), for the solver shares and --mcts alike
+        # the greedy-play settings this scoring changes (core/play_keys.py), for the solver shares and --mcts alike
         play = ((f"eval_search={args.search}",) if args.search else ()) + (ENSEMBLE if args.symmetry_ensemble else ())
         agent = with_play_settings(agent, play)
         scores = benchmark_agent(agent, positions, args.simulations, args.by_depth, depths)
