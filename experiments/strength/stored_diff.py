@@ -1,0 +1,77 @@
+"""A new run's solver shares against a reference run's shares kept in a committed paired_solver JSON (its run A), when
+the reference run's checkpoints are gone: the same positions, steps and simulations, B − A a checkpoint and over them.
+
+    python -m experiments.strength.stored_diff A_PAIRED.json B_SOLVER.jsonl [--json OUT.json]
+
+A_PAIRED.json: paired_solver's output whose `run_a` is the reference; B_SOLVER.jsonl: solver_benchmark's lines of the
+new run (`--steps`, the same `--positions`). The difference of means is paired_solver's; its per-position counts (A
+alone right, B alone right) need both runs' checkpoints and are not computed."""
+
+import argparse
+import json
+import statistics
+import sys
+
+KINDS = ("raw", "search64")
+
+
+def diff(a_paired: dict, b_rows: list[dict]) -> dict:
+    """{"checkpoints": [{step, raw: {a, b, diff}, search64: {...}}], "over_checkpoints": {kind: {mean_diff, sd_diff,
+    ahead, behind, checkpoints}}} over the steps both hold, in B's order."""
+    a = {c["step"]: c for c in a_paired["checkpoints"]}
+    rows = []
+    for r in b_rows:
+        if r["step"] not in a:
+            raise ValueError(f"step {r['step']} is not in the reference's checkpoints {sorted(a)}")
+        ref = a[r["step"]]
+        rows.append(
+            {"step": r["step"]}
+            | {k: {"a": ref[k]["a"], "b": r[k]["optimal"], "diff": r[k]["optimal"] - ref[k]["a"]} for k in KINDS}
+        )
+    over = {}
+    for k in KINDS:
+        d = [row[k]["diff"] for row in rows]
+        over[k] = {
+            "mean_diff": statistics.mean(d),
+            "sd_diff": statistics.stdev(d) if len(d) > 1 else 0.0,
+            "ahead": sum(x > 0 for x in d),
+            "behind": sum(x < 0 for x in d),
+            "checkpoints": len(d),
+        }
+    return {
+        "run_a": a_paired["run_a"],
+        "positions": a_paired["positions"],
+        "checkpoints": rows,
+        "over_checkpoints": over,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("a_paired")
+    parser.add_argument("b_solver")
+    parser.add_argument("--json", default=None, help="write the result to this JSON file")
+    args = parser.parse_args(argv)
+    try:
+        with open(args.a_paired) as f:
+            a_paired = json.load(f)
+        with open(args.b_solver) as f:
+            b_rows = [json.loads(line) for line in f if line.strip()]
+        out = diff(a_paired, b_rows)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"stored_diff: error: {e}", file=sys.stderr)
+        return 2
+    out["run_b"] = b_rows[0]["run_dir"] if b_rows else None
+    for row in out["checkpoints"]:
+        print(row["step"], " ".join(f"{k} {row[k]['a']:.4f}/{row[k]['b']:.4f} ({row[k]['diff']:+.4f})" for k in KINDS))
+    for k, o in out["over_checkpoints"].items():
+        counts = f"ahead {o['ahead']}, behind {o['behind']} of {o['checkpoints']}"
+        print(f"{k}: B − A {o['mean_diff']:+.4f} a checkpoint (sd {o['sd_diff']:.4f}), {counts}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
