@@ -34,6 +34,9 @@ def test_auxiliary_heads_and_global_pooling_add_their_layers():
     # 3 value filters: the 1×1 conv 2·9·4·3 = 216 instead of 72 (+144), the hidden layer reads 9·3 = 27 inputs:
     # 2·27·8 = 432 instead of 144 (+288)
     assert flops.network_forward_flops(_tiny(value_head_filters=3), (3, 3, 2), 9) == 7_180 + 144 + 288
+    # 5 policy filters: the 1×1 conv 2·9·4·5 = 360 instead of 144 (+216), the logits' layer reads 9·5 = 45 inputs:
+    # 2·45·9 = 810 instead of 324 (+486)
+    assert flops.network_forward_flops(_tiny(policy_head_filters=5), (3, 3, 2), 9) == 7_180 + 216 + 486
 
 
 def test_iteration_flops_from_evaluations_and_gradient_steps():

@@ -43,6 +43,10 @@ class Config:
     # architecture": 1). NOT IN THE PAPERS above 1: Leela Chess Zero's value head takes 32 (lczero.org, "Neural
     # network topology"), so the value reads more than one number a point of the trunk's features
     value_head_filters: int = 1
+    # filters of the policy head's 1×1 convolution, whose H·W·F outputs feed the dense layer to the move logits (AGZ
+    # "Neural network architecture": 2). NOT IN THE PAPERS above 2: KataGo's policy head reads 32 channels a point
+    # (Wu 2019, §2), so the policy reads more than two numbers a point of the trunk's features
+    policy_head_filters: int = 2
     compute_dtype: Literal["float32", "bfloat16"] = "float32"  # activations/matmuls; params stay float32
     # every k-th residual block pools a third of its channels over the board into per-channel biases (KataGo's global
     # pooling, Wu 2019, §4.1); 0: none (the papers' network)

@@ -37,7 +37,8 @@ def network_forward_flops(config: Config, observation_shape: tuple[int, ...], nu
         if config.global_pooling_every and i % config.global_pooling_every == 0:
             pooled = max(1, channels // 3)
             flops += 2 * (2 * pooled) * (channels - pooled)
-    flops += 2 * points * channels * 2 + 2 * (2 * points) * num_actions  # policy head
+    policy = config.policy_head_filters
+    flops += 2 * points * channels * policy + 2 * (policy * points) * num_actions  # policy head
     value_outputs = 3 if config.wdl_value else 1  # win/draw/loss logits or the tanh unit
     filters = config.value_head_filters
     flops += 2 * points * channels * filters + 2 * points * filters * hidden + 2 * hidden * value_outputs  # value head

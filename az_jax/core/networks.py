@@ -79,6 +79,7 @@ class AlphaZeroNet(nn.Module):
     channels: int = 256
     value_hidden: int = 256
     value_filters: int = 1  # the value head's 1×1 convolution (AGZ: 1 filter; Config.value_head_filters)
+    policy_filters: int = 2  # the policy head's 1×1 convolution (AGZ: 2 filters; Config.policy_head_filters)
     dtype: Any = jnp.float32  # compute dtype; parameters are always float32
     axis_name: str | None = None  # device axis for cross-device batch norm while learning (None: local batch)
     conv: Callable = lax.conv_general_dilated  # the convolution (same forward pass; see make_network)
@@ -129,8 +130,8 @@ class AlphaZeroNet(nn.Module):
                 counts["ResidualBlock"] += 1
                 x = residual(self.channels, self.dtype, self.axis_name, self.conv, name=name)(x, train)
         batch = x.shape[0]
-        # Policy head: conv 1×1 (2 filters) → BN → ReLU → FC to the action logits.
-        p = nn.relu(bn()(conv(2, (1, 1))(x)))
+        # Policy head: conv 1×1 (2 filters; F with policy_filters) → BN → ReLU → FC to the action logits.
+        p = nn.relu(bn()(conv(self.policy_filters, (1, 1))(x)))  # [B, H, W, F]
         logits = nn.Dense(self.num_actions, dtype=self.dtype)(p.reshape(batch, -1))
         # Value head: conv 1×1 (1 filter; F with value_filters) → BN → ReLU → FC hidden → ReLU → FC 1 → tanh (or FC 3
         # → win/draw/loss).
@@ -168,6 +169,7 @@ def make_network(config, num_actions: int, axis_name: str | None = None, platfor
         channels=config.num_channels,
         value_hidden=config.value_hidden,
         value_filters=config.value_head_filters,
+        policy_filters=config.policy_head_filters,
         dtype=dtype,
         axis_name=axis_name,
         conv=conv,

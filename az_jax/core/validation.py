@@ -59,6 +59,7 @@ def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -
         "num_channels",
         "value_hidden",
         "value_head_filters",
+        "policy_head_filters",
         "num_simulations",
         "selfplay_batch_size",
         "selfplay_steps",
