@@ -38,3 +38,25 @@ def test_diff_by_hand(tmp_path):
     assert json.loads(pj.read_text())["run_b"] == "runs/b"
     pb.write_text(json.dumps(b[0] | {"step": 40}))
     assert stored_diff.main([str(pa), str(pb)]) == 2
+
+
+def test_a_line_scored_otherwise_than_the_reference_is_refused(tmp_path, capsys):
+    a = _paired([(10, 0.90, 0.95)]) | {"simulations": 64, "num_positions": 4000}
+    line = {"run_dir": "runs/b", "step": 10, "raw": {"optimal": 0.91, "positions": 4000}, "search64": {"optimal": 0.95}}
+    # the same file written another way, the same simulations and count: accepted (a line without the keys, too)
+    same = line | {"positions_file": "./p.jsonl", "simulations": 64}
+    assert stored_diff.diff(a, [same, line | {"step": 10}])["checkpoints"][0]["raw"]["diff"] == pytest.approx(0.01)
+    for changed, named in [
+        ({"positions_file": "q.jsonl"}, "positions file 'q.jsonl', the reference with 'p.jsonl'"),
+        ({"simulations": 32}, "simulations 32, the reference with 64"),
+        ({"raw": {"optimal": 0.91, "positions": 1000}}, "positions 1000, the reference with 4000"),
+    ]:
+        with pytest.raises(ValueError, match=f"step 10 was scored with {named}"):
+            stored_diff.diff(a, [line | changed])
+    pa, pb = tmp_path / "a.json", tmp_path / "b.jsonl"
+    pa.write_text(json.dumps(a))
+    pb.write_text(json.dumps(line | {"simulations": 32}))
+    assert stored_diff.main([str(pa), str(pb)]) == 2
+    assert (
+        capsys.readouterr().err == "stored_diff: error: step 10 was scored with simulations 32, the reference with 64\n"
+    )

@@ -152,6 +152,8 @@ def main(argv=None) -> int:
             "step": agent.step,
             "search": agent.config.acting_search,
             "symmetry_ensemble": agent.config.eval_symmetry_ensemble,
+            "positions_file": args.positions,  # what a comparison with another run's shares must share
+            "simulations": args.simulations,
             **scores,
         }
         print(f"{run_dir} @ {agent.step} ({agent.config.acting_search} search)")

@@ -4,15 +4,31 @@ the reference run's checkpoints are gone: the same positions, steps and simulati
     python -m experiments.strength.stored_diff A_PAIRED.json B_SOLVER.jsonl [--json OUT.json]
 
 A_PAIRED.json: paired_solver's output whose `run_a` is the reference; B_SOLVER.jsonl: solver_benchmark's lines of the
-new run (`--steps`, the same `--positions`). The difference of means is paired_solver's; its per-position counts (A
+new run (`--steps`, the same `--positions`; a line that names its positions file, simulations or count of positions
+must match A's). The difference of means is paired_solver's; its per-position counts (A
 alone right, B alone right) need both runs' checkpoints and are not computed."""
 
 import argparse
 import json
+import os
 import statistics
 import sys
 
 KINDS = ("raw", "search64")
+
+
+def _check_same_scoring(a_paired: dict, row: dict) -> None:
+    """ValueError if B's line was scored on other positions or with other simulations than A (lines written before
+    solver_benchmark recorded its positions file and simulations are checked by their count of positions alone)."""
+    wanted = {
+        "positions file": (row.get("positions_file"), a_paired.get("positions")),
+        "simulations": (row.get("simulations"), a_paired.get("simulations")),
+        "positions": (row.get("raw", {}).get("positions"), a_paired.get("num_positions")),
+    }
+    for what, (b, a) in wanted.items():
+        same = os.path.normpath(b) == os.path.normpath(a) if what == "positions file" and a and b else b == a
+        if a is not None and b is not None and not same:
+            raise ValueError(f"step {row['step']} was scored with {what} {b!r}, the reference with {a!r}")
 
 
 def diff(a_paired: dict, b_rows: list[dict]) -> dict:
@@ -23,6 +39,7 @@ def diff(a_paired: dict, b_rows: list[dict]) -> dict:
     for r in b_rows:
         if r["step"] not in a:
             raise ValueError(f"step {r['step']} is not in the reference's checkpoints {sorted(a)}")
+        _check_same_scoring(a_paired, r)
         ref = a[r["step"]]
         rows.append(
             {"step": r["step"]}
