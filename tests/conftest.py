@@ -13,6 +13,7 @@ compile options, XLA flags and devices are all equal, so results are those of a 
 """
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -51,12 +52,21 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from az_jax.core import config as config_lib  # noqa: E402
 from az_jax.core import networks, replay  # noqa: E402
 
 
 def tiny_network(num_actions: int, axis_name: str | None = None) -> networks.AlphaZeroNet:
     """The smallest AlphaZeroNet the tests use: 1 residual block of 8 channels, value head of 8 units."""
     return networks.AlphaZeroNet(num_actions=num_actions, num_blocks=1, channels=8, value_hidden=8, axis_name=axis_name)
+
+
+def tiny_head_params(**changes) -> dict:
+    """flax's initial parameters of a tic-tac-toe network of 1 block, 4 channels and 8 value units with the Config
+    `changes` (the heads' widths in test_value_head.py and test_policy_head.py): 3×3 board, 2 planes, 9 actions."""
+    base = dataclasses.replace(config_lib.Config(game="tic_tac_toe"), num_blocks=1, num_channels=4, value_hidden=8)
+    network = networks.make_network(dataclasses.replace(base, **changes), num_actions=9)
+    return network.init(jax.random.key(0), jnp.zeros((1, 3, 3, 2)))["params"]
 
 
 def tiny_variables(network, observation, seed: int = 0, zero: bool = False) -> dict:

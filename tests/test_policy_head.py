@@ -1,29 +1,22 @@
 """The policy head's 1×1 convolution with more than the papers' two filters (Config.policy_head_filters): the
 parameters' shapes and count by hand, the default equal to the papers' network value for value, and the key's checks."""
 
-import dataclasses
-
 import chex
 import jax
-import jax.numpy as jnp
 import pytest
 
 from az_jax.core import config as config_lib
-from az_jax.core import networks, overrides
+from az_jax.core import overrides
 from az_jax.runtime import checkpoint
 
-
-def _params(policy_head_filters: int | None):
-    base = dataclasses.replace(config_lib.Config(game="tic_tac_toe"), num_blocks=1, num_channels=4, value_hidden=8)
-    config = base if policy_head_filters is None else dataclasses.replace(base, policy_head_filters=policy_head_filters)
-    network = networks.make_network(config, num_actions=9)
-    return network.init(jax.random.key(0), jnp.zeros((1, 3, 3, 2)))["params"]
+from conftest import tiny_head_params
 
 
 def test_policy_head_filters_widen_its_convolution_and_the_logits_input():
     # The default is AGZ's head: 1×1 conv 4 → 2 filters, its 3·3·2 = 18 outputs into the 9 move logits.
-    default, wide = _params(None), _params(5)
-    chex.assert_trees_all_equal(default, _params(2))  # the key's default is the papers' network, value for value
+    default, wide = tiny_head_params(), tiny_head_params(policy_head_filters=5)
+    # the key's default is the papers' network, value for value
+    chex.assert_trees_all_equal(default, tiny_head_params(policy_head_filters=2))
     assert (default["Conv_1"]["kernel"].shape, default["Dense_0"]["kernel"].shape) == ((1, 1, 4, 2), (18, 9))
     # 5 filters: kernel 1×1×4×5, the BN's scale and bias 5 each, the logits' layer reads 3·3·5 = 45 inputs
     assert (wide["Conv_1"]["kernel"].shape, wide["BatchNorm_1"]["scale"].shape) == ((1, 1, 4, 5), (5,))

@@ -16,7 +16,7 @@ from az_jax.core import learner, networks, overrides, replay
 from az_jax.core.config import Config
 from az_jax.runtime import checkpoint
 
-from conftest import tiny_variables
+from conftest import tiny_head_params, tiny_variables
 
 LN2, LN3, LN4 = math.log(2.0), math.log(3.0), math.log(4.0)
 
@@ -136,17 +136,11 @@ def test_the_key_is_checked_and_a_resume_cannot_change_it():
         checkpoint.check_compatible(Config(), wdl, "checkpoint 10")
 
 
-def _params(value_head_filters: int | None):
-    base = dataclasses.replace(config_lib.Config(game="tic_tac_toe"), num_blocks=1, num_channels=4, value_hidden=8)
-    config = base if value_head_filters is None else dataclasses.replace(base, value_head_filters=value_head_filters)
-    network = networks.make_network(config, num_actions=9)
-    return network.init(jax.random.key(0), jnp.zeros((1, 3, 3, 2)))["params"]
-
-
 def test_value_head_filters_widen_its_convolution_and_the_hidden_layers_input():
     # The default is AGZ's head: 1×1 conv 4 → 1 filter, its 3·3·1 = 9 outputs into the 8 hidden units.
-    default, wide = _params(None), _params(3)
-    chex.assert_trees_all_equal(default, _params(1))  # the key's default is the papers' network, value for value
+    default, wide = tiny_head_params(), tiny_head_params(value_head_filters=3)
+    # the key's default is the papers' network, value for value
+    chex.assert_trees_all_equal(default, tiny_head_params(value_head_filters=1))
     assert (default["Conv_2"]["kernel"].shape, default["Dense_1"]["kernel"].shape) == ((1, 1, 4, 1), (9, 8))
     # 3 filters: kernel 1×1×4×3, the BN's scale and bias 3 each, the hidden layer reads 3·3·3 = 27 inputs
     assert (wide["Conv_2"]["kernel"].shape, wide["BatchNorm_2"]["scale"].shape) == ((1, 1, 4, 3), (3,))
