@@ -38,6 +38,14 @@ def test_diff_by_hand(tmp_path):
     assert json.loads(pj.read_text())["run_b"] == "runs/b"
     pb.write_text(json.dumps(b[0] | {"step": 40}))
     assert stored_diff.main([str(pa), str(pb)]) == 2
+    # with --common-steps step 40 is left out and named; with no step in common at all it is still an error
+    pb.write_text("\n".join(json.dumps(r) for r in [*b, b[0] | {"step": 40}]))
+    assert stored_diff.main([str(pa), str(pb), "--common-steps", "--json", str(pj)]) == 0
+    written = json.loads(pj.read_text())
+    assert written["left_out"] == [40] and [r["step"] for r in written["checkpoints"]] == [10, 30]
+    assert written["over_checkpoints"]["raw"]["mean_diff"] == pytest.approx(-0.01)  # the same two steps as above
+    with pytest.raises(ValueError, match="no step in common"):
+        stored_diff.diff(a, [b[0] | {"step": 40}], common_steps=True)
 
 
 def test_a_line_scored_otherwise_than_the_reference_is_refused(tmp_path, capsys):
