@@ -52,6 +52,9 @@ def test_iteration_flops_from_evaluations_and_gradient_steps():
     # playout cap: a quarter of plies at 4 simulations (5 evaluations), the rest at 1 (2 evaluations): 8·9·2.75 = 198
     capped = dataclasses.replace(config, full_search_fraction=0.25, fast_simulations=1)
     assert flops.selfplay_evaluations_per_iteration(capped) == 198
+    # the perf figures' simulations a ply: 0.25 · 4 + 0.75 · 1 = 1.75 (the uncapped config: 4)
+    assert flops.mean_simulations_per_ply(capped) == 1.75
+    assert flops.mean_simulations_per_ply(config) == 4.0
 
 
 def test_paper_go_network_is_about_the_known_size():

@@ -5,7 +5,8 @@
 with `jax.block_until_ready` after a warm-up call, and each figure is the median of `repeats` timed calls.
 
 What is measured (all over the same 1-D device mesh as training; per-device batches are B_local = B / devices):
-  * self-play: `selfplay_program` (S plies of B games) -> positions/s = B·S / t, simulations/s = positions/s · sims;
+  * self-play: `selfplay_program` (S plies of B games) -> positions/s = B·S / t, simulations/s = positions/s · sims
+    (sims: a ply's mean, p·n + (1 − p)·fast under playout cap randomization);
   * training: `learn_program` (G gradient steps) on a buffer with outcomes -> samples/s = G · batch_size / t;
   * the split of one self-play ply, each part timed in isolation on every device at once:
       network  = one forward on [B_local] observations,        × (sims + 1) per ply (root + one per simulation),
@@ -330,7 +331,8 @@ def _measure(config: Config, mesh, repeats: int, inner_steps: int, max_fill_call
         marks.append((name, time.perf_counter()))
         log(name)
 
-    sims, plies, B = config.num_simulations, config.selfplay_steps, config.selfplay_batch_size
+    plies, B = config.selfplay_steps, config.selfplay_batch_size
+    sims = flops_lib.mean_simulations_per_ply(config)  # with playout cap randomization p·n + (1 − p)·fast, not n
 
     phase("peak FLOP/s (matmul)")
     first_peak = peak = measure_peak_flops(mesh)

@@ -49,14 +49,19 @@ def network_forward_flops(config: Config, observation_shape: tuple[int, ...], nu
     return flops
 
 
+def mean_simulations_per_ply(config: Config) -> float:
+    """Simulations a self-play ply runs on average: `num_simulations`, or with playout cap randomization
+    p · num_simulations + (1 − p) · fast_simulations (p = full_search_fraction)."""
+    if config.full_search_fraction < 1:
+        p = config.full_search_fraction
+        return p * config.num_simulations + (1 - p) * config.fast_simulations
+    return float(config.num_simulations)
+
+
 def selfplay_evaluations_per_iteration(config: Config) -> float:
     """Network evaluations of one iteration's self-play: B games × S plies × (simulations + 1: the root and one leaf
-    per simulation); with playout cap randomization a fraction p of plies get the full search, the rest
-    `fast_simulations`."""
-    per_ply = config.full_search_fraction * (config.num_simulations + 1)
-    if config.full_search_fraction < 1:
-        per_ply += (1 - config.full_search_fraction) * (config.fast_simulations + 1)
-    return config.selfplay_batch_size * config.selfplay_steps * per_ply
+    per simulation), the simulations averaged over full and fast plies (`mean_simulations_per_ply`)."""
+    return config.selfplay_batch_size * config.selfplay_steps * (mean_simulations_per_ply(config) + 1)
 
 
 def iteration_flops(config: Config, observation_shape: tuple[int, ...], num_actions: int) -> dict[str, float]:

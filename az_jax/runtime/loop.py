@@ -19,6 +19,7 @@ from jax.sharding import Mesh
 
 from az_jax.core import arena
 from az_jax.core import config as config_lib
+from az_jax.core import flops as flops_lib
 from az_jax.core import overrides as overrides_lib
 from az_jax.core.devices import make_mesh
 from az_jax.core.iteration import TrainState
@@ -205,7 +206,7 @@ def train(
                         "perf/iteration_seconds": seconds,
                         "perf/positions_per_second": config.positions_per_iteration / seconds,
                         "perf/simulations_per_second": config.positions_per_iteration
-                        * config.num_simulations
+                        * flops_lib.mean_simulations_per_ply(config)
                         / seconds,
                         "perf/train_samples_per_second": metrics["train/steps"] * config.batch_size / seconds,
                     }
