@@ -16,7 +16,9 @@ What is measured (all over the same 1-D device mesh as training; per-device batc
       outside search = ply − search   (the move's own env step, replay write and outcome resolution, resets);
     each part runs several times inside one jitted loop (network and env step `inner_steps` times, the search
     `inner_steps // 4`; each iteration depends on the previous one or on a fresh key, so XLA cannot hoist it out)
-    and is divided by that count, which keeps dispatch overhead out;
+    and is divided by that count, which keeps dispatch overhead out; the split's search is the full one of n =
+    `num_simulations` simulations, so under playout cap randomization (a mean ply of fewer) its outside-search
+    share is not the ply's;
   * compile: lower + compile of `Trainer.iterate` on a fresh Trainer, then the wall time of its first three
     iterations; no recompile after the first call (jit cache size, and the number of XLA backend compilations
     during calls 2 and 3);
