@@ -47,7 +47,7 @@ def curve(run_dir: str) -> tuple[list[str], list[dict]]:
     for r, minute in zip(records, minutes):
         steps += r.get("train/steps", 0)
         found = [m.group(1) for k in r if (m := _SCORE.match(k))]
-        if not found:
+        if not found and "eval/solver_raw" not in r:  # not an evaluated iteration (a run may score the solver set only)
             continue
         names += [n for n in found if n not in names]
         games = {n: int(r[f"eval/vs_{n}_wins"] + r[f"eval/vs_{n}_draws"] + r[f"eval/vs_{n}_losses"]) for n in found}
