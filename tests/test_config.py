@@ -122,24 +122,28 @@ def test_paper_preset_has_the_papers_numbers():
     assert config.root_dirichlet_alpha == 0.3
 
 
-def test_hours_preset_is_the_small_recipe_with_the_90_minute_schedule():
+def test_hours_preset_is_the_small_recipe_with_a_larger_network_forking_and_a_longer_schedule():
     small, hours = preset("connect_four"), preset("connect_four", "hours")
     hours.validate(num_devices=2)
-    # The same recipe (network, search, self-play, replay, random openings); only the run's length, its rate step,
-    # how often and with how many games it is evaluated, and the value target differ: `make train` mixes z half and
-    # half with the search value, `hours` trains on z alone (the mix fell behind after its rate step).
-    differ = {"num_iterations", "lr_boundaries", "eval_every", "eval_games", "value_target_mix"}
+    # The same search, self-play, replay and random openings; the network (4 × 48 against 3 × 32), game forking, the
+    # run's length, its rate step, how often and with how many games it is evaluated, and the value target differ:
+    # `make train` mixes z half and half with the search value, `hours` trains on z alone (the mix fell behind after
+    # its rate step).
+    differ = {"num_blocks", "num_channels", "fork_fraction", "num_iterations", "lr_boundaries", "eval_every",
+              "eval_games", "value_target_mix"}
     assert {f.name for f in dataclasses.fields(small) if getattr(small, f.name) != getattr(hours, f.name)} == differ
+    assert (small.num_blocks, small.num_channels, hours.num_blocks, hours.num_channels) == (3, 32, 4, 48)
+    assert (small.fork_fraction, hours.fork_fraction) == (0.0, 0.3)
     assert (small.value_target_mix, hours.value_target_mix) == (0.5, 0.0)
     assert preset("connect_four", "small_agz").value_target_mix == 0.0  # AlphaGo Zero's value target is z
     # `make train`: 750 × 128 × 16 × 4 / 256 = 750 × 32 = 24,000 steps, the step at 75% of them (iteration 562.5)
     small_steps = small.num_iterations * small.selfplay_batch_size * small.selfplay_steps * small.train_ratio
     assert small_steps / small.batch_size == 24_000 and small.lr_boundaries == (18_000,)
-    # 2,600 iterations × 128 games × 16 plies × train_ratio 4 / batch 256 = 2,600 × 32 = 83,200 steps; the step at
-    # 58,800 = iteration 1,837.5, where the measured 90-minute run (2,583 iterations) stepped
+    # 2,540 iterations × 128 games × 16 plies × train_ratio 4 / batch 256 = 2,540 × 32 = 81,280 steps; the step at
+    # 75% of them, 60,960 = iteration 1,905
     positions = hours.num_iterations * hours.selfplay_batch_size * hours.selfplay_steps
     steps = positions * hours.train_ratio / hours.batch_size
-    assert steps == 83_200 and hours.lr_boundaries == (58_800,) and hours.lr_boundaries[0] / 32 == 1837.5
+    assert steps == 81_280 and hours.lr_boundaries == (60_960,) and hours.lr_boundaries[0] / 32 == 1905
     # measured on connect_four and go_9x9 only: elsewhere a clear error naming the game, not an unmeasured schedule
     with pytest.raises(ConfigError, match="'othello'"):
         preset("othello", "hours")

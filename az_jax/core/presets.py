@@ -161,13 +161,18 @@ HOURS_GAMES = ("connect_four", "go_9x9")
 
 
 def _hours(game: str) -> Config:
-    """The `small` preset's recipe for a budget of about 90 minutes of 2 fast CPU cores (issue 29's compute-scaling
-    study, experiments/strength/README.md §12 and §14). Not in the papers. The schedule is the `budget90` run's: 2,600
-    iterations (it finished 2,583 in 90 minutes), the rate ×0.1 at step 58,800 of 83,200 (iteration 1,838). It ended
-    where the former 5,000-iteration schedule (the step at 3,750) ended, raw 0.942 / search 0.963 against 0.942 /
-    0.958, in 40% of its time; the 3 × 32 network: at this compute 4 × 48 ended below it (§14), as 4 × 64 did at 75
-    minutes of one core (§11). The evaluation every 100 iterations (the solver set, 200 games against random and 200
-    against rollout MCTS-100) adds ~36 s each on the VM it was measured on."""
+    """The `small` preset's recipe for a few hours of 2 fast CPU cores (issue 29's compute-scaling study,
+    experiments/strength/README.md §35 and §37). Not in the papers. A 4 × 48 network, 2,540 iterations with the rate
+    ×0.1 at 75% of them (step 60,960 of 81,280, iteration 1,905), and 30% of self-play games forked from a
+    position of an earlier game (as KataGo's self-play forks games, Wu 2019, "Accelerating Self-Play Learning in
+    Go"). Two seeds, each about
+    250 minutes with the evaluations on a 2-core AMD EPYC VM: raw 0.947 / 0.945, 64-simulation search 0.970 / 0.969 of
+    optimal moves on the solver set at the end, 0.925 / 0.930 against rollout MCTS-1000 (100 games); on 4,000 other
+    solved positions 0.921 / 0.933 raw and 0.958 / 0.963 searched, against the former `hours` (3 × 32, 2,600
+    iterations, ~90 minutes) +0.016 raw and +0.006 searched a checkpoint after the rate step (means of the two
+    seeds). A shorter budget: the 3 × 32 network with --set num_iterations=N and lr_boundaries=24·N (§12). The
+    evaluation every 100 iterations (the solver set, 200 games against random and 200 against rollout MCTS-100)
+    adds ~40 s each."""
     if game not in HOURS_GAMES:
         raise ConfigError(
             f"the 'hours' preset is measured for {', '.join(HOURS_GAMES)} only, not {game!r}; use --preset small "
@@ -180,8 +185,12 @@ def _hours(game: str) -> Config:
     # (experiments/strength/README.md §19)
     return dataclasses.replace(
         _small(game),
-        num_iterations=2600,
-        lr_boundaries=(58_800,),
+        num_blocks=4,
+        num_channels=48,
+        num_iterations=2540,
+        # 2,540 iterations × 128 games × 16 plies × train_ratio 4 / batch 256 = 81,280 steps; the step at 75%
+        lr_boundaries=(60_960,),
+        fork_fraction=0.3,
         eval_every=100,
         eval_games=200,
         value_target_mix=0.0,
