@@ -163,16 +163,15 @@ HOURS_GAMES = ("connect_four", "go_9x9")
 def _hours(game: str) -> Config:
     """The `small` preset's recipe for a few hours of 2 fast CPU cores (issue 29's compute-scaling study,
     experiments/strength/README.md §35 and §37). Not in the papers. A 4 × 48 network, 2,540 iterations with the rate
-    ×0.1 at 75% of them (step 60,960 of 81,280, iteration 1,905), and 30% of self-play games forked from a
-    position of an earlier game (as KataGo's self-play forks games, Wu 2019, "Accelerating Self-Play Learning in
-    Go"). Two seeds, each about
-    250 minutes with the evaluations on a 2-core AMD EPYC VM: raw 0.947 / 0.945, 64-simulation search 0.970 / 0.969 of
+    ×0.1 at 75% of them (step 60,960 of 81,280, iteration 1,905), and 30% of self-play games forked from a position of
+    an earlier game (as KataGo's self-play forks games, Wu 2019, "Accelerating Self-Play Learning in Go"). Two seeds,
+    each about 250 minutes with the evaluations (every 100 iterations: the solver set, 200 games against random and
+    200 against rollout MCTS-100) on a 2-core AMD EPYC VM: raw 0.947 / 0.945 and 64-simulation search 0.970 / 0.969 of
     optimal moves on the solver set at the end, 0.925 / 0.930 against rollout MCTS-1000 (100 games); on 4,000 other
-    solved positions 0.921 / 0.933 raw and 0.958 / 0.963 searched, against the former `hours` (3 × 32, 2,600
-    iterations, ~90 minutes) +0.016 raw and +0.006 searched a checkpoint after the rate step (means of the two
-    seeds). A shorter budget: the 3 × 32 network with --set num_iterations=N and lr_boundaries=24·N (§12). The
-    evaluation every 100 iterations (the solver set, 200 games against random and 200 against rollout MCTS-100)
-    adds ~40 s each."""
+    solved positions 0.921 / 0.933 raw and 0.958 / 0.963 searched, ahead of the former `hours` (3 × 32, 2,600
+    iterations, ~90 minutes) by +0.016 raw and +0.006 searched a checkpoint after the rate step (the two seeds'
+    means). For ~90 minutes: --preset small --set num_iterations=2600 --set lr_boundaries=58800 --set
+    value_target_mix=0 (§12, §19)."""
     if game not in HOURS_GAMES:
         raise ConfigError(
             f"the 'hours' preset is measured for {', '.join(HOURS_GAMES)} only, not {game!r}; use --preset small "
