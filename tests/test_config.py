@@ -129,8 +129,16 @@ def test_hours_preset_is_the_small_recipe_with_a_larger_network_forking_and_a_lo
     # run's length, its rate step, how often and with how many games it is evaluated, and the value target differ:
     # `make train` mixes z half and half with the search value, `hours` trains on z alone (the mix fell behind after
     # its rate step).
-    differ = {"num_blocks", "num_channels", "fork_fraction", "num_iterations", "lr_boundaries", "eval_every",
-              "eval_games", "value_target_mix"}
+    differ = {
+        "num_blocks",
+        "num_channels",
+        "fork_fraction",
+        "num_iterations",
+        "lr_boundaries",
+        "eval_every",
+        "eval_games",
+        "value_target_mix",
+    }
     assert {f.name for f in dataclasses.fields(small) if getattr(small, f.name) != getattr(hours, f.name)} == differ
     assert (small.num_blocks, small.num_channels, hours.num_blocks, hours.num_channels) == (3, 32, 4, 48)
     assert (small.fork_fraction, hours.fork_fraction) == (0.0, 0.3)
