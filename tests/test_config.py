@@ -201,3 +201,20 @@ def test_ints_are_bounded_to_int32_and_json_is_judged_the_same():
         from_json('{"num_blocks": ' + "1" * 400 + "}")
     with pytest.raises(ConfigError, match="^config is not valid JSON"):
         from_json('{"num_blocks": ' + "9" * 5000 + "}")  # beyond Python's 4,300 digits for int()
+
+
+def test_a_replay_window_shorter_than_a_game_is_warned_and_no_preset_has_one():
+    from az_jax.core import validation
+
+    # go_19x19 small: 131,072 rows / 128 slots = 1,024 plies a slot ≥ pgx's 722-ply cap, so no warning
+    assert validation.warnings(preset("go_19x19", "small")) == []
+    # 65,536 / 128 = 512 < 722: plies 513–722 of a game overwrite its first 210; 722 × 128 = 92,416 rows keep them
+    (line,) = validation.warnings(override(preset("go_19x19", "small"), ["replay_capacity=65536"]))
+    assert "keeps the last 512 plies of each of the 128" in line and "can last 722" in line and ">= 92416" in line
+    # connect four's 42 plies: 5,376 / 128 = 42 is just enough, 5,375 / 128 = 41 (rounded down) is not
+    four = preset("connect_four", "small")
+    assert validation.warnings(override(four, ["replay_capacity=5376"])) == []
+    assert len(validation.warnings(override(four, ["replay_capacity=5375"]))) == 1
+    for game in envs.GAMES:
+        for name in ("small", "paper", "alphago_zero", "small_agz"):
+            assert validation.warnings(preset(game, name)) == [], (game, name)

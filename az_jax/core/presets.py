@@ -152,6 +152,10 @@ def _small(game: str) -> Config:
             eval_games=100,
             **gumbel16_symmetries,
         ),
+        # pgx ends a 19 × 19 game at 722 plies. Each of the 128 self-play slots keeps its last replay_capacity // 128
+        # plies (az_jax/core/replay.py): 65,536 rows kept 512, so a longer game's first plies were overwritten before
+        # it ended. 131,072 keeps 1,024 (≥ 722 × 128 = 92,416 rows; ~8 KB a row: ~1 GiB).
+        "go_19x19": dict(replay_capacity=131_072),
     }
     return dataclasses.replace(Config(), **{**base, **per_game.get(game, {})})
 

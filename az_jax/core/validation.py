@@ -207,6 +207,25 @@ def check(config: "Config", num_devices: int, search_methods: tuple[str, ...]) -
         )
 
 
+def warnings(config: "Config") -> list[str]:
+    """Valid settings that silently lose something a run probably wants, one line each; `az-jax train` prints them.
+    Not errors: the tests' tiny configs choose them on purpose.
+
+    The replay buffer writes ply t of self-play slot b at row (t·B + b) mod N (az_jax/core/replay.py), so each slot
+    keeps its last N // B plies: a game longer than that overwrites its own first plies before its outcome is known,
+    and they are never trained."""
+    kept = config.replay_capacity // config.selfplay_batch_size
+    longest = get_game(config.game).max_length
+    if kept >= longest:
+        return []
+    return [
+        f"replay_capacity={config.replay_capacity} keeps the last {kept} plies of each of the "
+        f"{config.selfplay_batch_size} self-play games (replay_capacity // selfplay_batch_size) and a {config.game} "
+        f"game can last {longest}: a longer game's first plies are overwritten before it ends and never trained "
+        f"(replay_capacity >= {longest * config.selfplay_batch_size} keeps them)"
+    ]
+
+
 def _check_numbers(config: "Config") -> None:
     """Every float (and float list) finite, every int (and int list) in int32. First, because NaN compares
     false: a range check such as `lr <= 0` lets it through."""

@@ -16,7 +16,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--preset",
         default="small",
-        help="small (laptop CPU / one GPU), hours (connect_four: small's recipe for ~90 minutes of 2 fast CPU cores; "
+        help="small (laptop CPU / one GPU), hours (connect_four: a 4 x 48 network and game forking for ~4 hours of 2 "
+        "fast CPU cores; "
         "go_9x9: small with liberty planes and the eye rule for ~2 hours), "
         "paper (AlphaZero, full scale), alphago_zero (AlphaGo Zero, full scale) or small_agz (small with the AlphaGo "
         "Zero switches)",
@@ -78,6 +79,7 @@ def run(args) -> int:
     # these start JAX's backend: after main's device set-up and multi-process join
     from az_jax.core import overrides as overrides_lib
     from az_jax.core import presets as presets_lib
+    from az_jax.core import validation
     from az_jax.evaluation import in_training
 
     check_game_overrides(args.game, args.set or [])
@@ -87,6 +89,8 @@ def run(args) -> int:
     run = in_training.prepare(config, run_dir)  # the one check of the run, before anything is written
     make_run_dir(run_dir)
     print(f"az-jax: training {config.game} ({args.preset} preset) in {os.path.abspath(run_dir)}", file=sys.stderr)
+    for line in validation.warnings(config):
+        print(f"az-jax: warning: {line}", file=sys.stderr)
     try:
         in_training.train(run, progress=not args.no_progress)
     except KeyboardInterrupt:
