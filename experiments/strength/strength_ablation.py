@@ -99,9 +99,9 @@ VARIANTS: dict[str, list[str]] = {
     # the compute-scaling study's budgets (issue 29) on today's preset (random openings in it), one run at a time on
     # both cores (--minutes M, --parallel 1): the rate's step at 75% of the steps a quiet 2-core VM finishes in M
     # minutes (~2.2 s an iteration with these evaluations, the 3 × 32 `hours` preset's first 100 iterations: 10 min
-    # ≈ 270 iterations, 30 ≈ 820, 90 ≈ 2,450; 32 steps each). budget90's schedule was `--preset hours` from §12 to §36 (the
-    # 3 × 32 network; `hours` is now 4 × 48 with forking, §37); the `hours` schedule before it (5,000 iterations, the
-    # step at 3,750) was the ~180-minute point.
+    # ≈ 270 iterations, 30 ≈ 820, 90 ≈ 2,450; 32 steps each). budget90's schedule was `--preset hours` from §12 to
+    # §36 (the 3 × 32 network; `hours` is now 4 × 48 with forking, §37); the `hours` schedule before it (5,000
+    # iterations, the step at 3,750) was the ~180-minute point.
     "budget10": ["lr_boundaries=6500", *LONG],
     "budget30": ["lr_boundaries=19700", *LONG],
     "budget90": ["lr_boundaries=58800", *LONG],
