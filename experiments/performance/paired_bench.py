@@ -1,6 +1,10 @@
 """Paired `az-jax bench` runs of two commits, alternating, to tell a throughput change from run-to-run noise.
 
     python -m experiments.performance.paired_bench --base 40300ab --head HEAD --games connect_four,tic_tac_toe --reps 2
+        [--head-set KEY=VALUE ...]
+
+`--head-set` overrides the head's preset only: where a preset changed between the commits, it sets the head back to
+the base's values (and new keys to the base's behaviour), so both sides time the same configuration.
 
 Each commit is checked out in a git worktree under --work (default /tmp/az_jax_paired) and run with this checkout's
 Python environment, its own tree first on PYTHONPATH. Rep r runs base then head when r is odd, head then base when
@@ -36,8 +40,9 @@ def worktree(rev: str, work: str) -> str:
     return path
 
 
-def bench(tree: str, game: str, preset: str, repeats: int, out: str) -> dict:
-    """One `az-jax bench` in `tree` (the CLI module of either layout); returns its JSON."""
+def bench(tree: str, game: str, preset: str, repeats: int, out: str, sets: list[str]) -> dict:
+    """One `az-jax bench` in `tree` (the CLI module of either layout) with `--set` for each of `sets`; returns its
+    JSON."""
     module = "az_jax.apps.cli" if os.path.isdir(os.path.join(tree, "az_jax", "apps", "cli")) else "az_jax.cli"
     env = {**os.environ, "PYTHONPATH": tree}
     subprocess.run(
@@ -54,6 +59,7 @@ def bench(tree: str, game: str, preset: str, repeats: int, out: str) -> dict:
             str(repeats),
             "--json",
             out,
+            *[arg for item in sets for arg in ("--set", item)],
         ],
         cwd=tree,
         env=env,
@@ -73,6 +79,9 @@ def main(argv=None) -> int:
     parser.add_argument("--reps", type=int, default=2, help="pairs per game")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per figure inside each bench")
     parser.add_argument("--work", default="/tmp/az_jax_paired", help="worktrees and JSON results")
+    parser.add_argument(
+        "--head-set", action="append", default=[], metavar="KEY=VALUE", help="a preset override for the head only"
+    )
     args = parser.parse_args(argv)
     os.makedirs(args.work, exist_ok=True)
     trees = {"base": worktree(args.base, args.work), "head": worktree(args.head, args.work)}
@@ -81,7 +90,8 @@ def main(argv=None) -> int:
         for rep in range(1, args.reps + 1):
             for side in ("base", "head") if rep % 2 else ("head", "base"):
                 out = os.path.join(args.work, f"{side}_{game}_{rep}.json")
-                result = bench(trees[side], game, args.preset, args.repeats, out)
+                sets = args.head_set if side == "head" else []
+                result = bench(trees[side], game, args.preset, args.repeats, out, sets)
                 runs[side].append(result)
                 print(
                     f"{game} rep {rep} {side}: "
